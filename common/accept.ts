@@ -1,0 +1,24 @@
+import type { FastifyInstance } from 'fastify'
+import { CommonProblems } from './problem.js'
+
+/**
+ * DESIGN: a missing Accept, `*\/*` or `application/json` is served; an Accept that
+ * excludes JSON gets 406. Ranges with q=0 are exclusions.
+ */
+export function acceptsJson (accept: string | undefined): boolean {
+  if (accept === undefined || accept.trim() === '') return true
+  for (const range of accept.split(',')) {
+    const [type = '', ...params] = range.split(';').map((part) => part.trim().toLowerCase())
+    const q = params.find((p) => p.startsWith('q='))
+    if (q !== undefined && Number(q.slice(2)) === 0) continue
+    if (type === '*/*' || type === 'application/*' || type === 'application/json' ||
+      type === 'application/problem+json' || (type.startsWith('application/') && type.endsWith('+json'))) return true
+  }
+  return false
+}
+
+export function installAcceptCheck (app: FastifyInstance): void {
+  app.addHook('onRequest', (request, _reply, done) => {
+    done(acceptsJson(request.headers.accept) ? undefined : CommonProblems.notAcceptable())
+  })
+}

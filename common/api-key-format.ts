@@ -1,0 +1,47 @@
+import { createHash } from 'node:crypto'
+import { bytesToBase62, randomBase62 } from './random.js'
+
+/**
+ * API key format, shared by identity (which issues keys) and the gateway (which
+ * rejects malformed ones without any I/O):
+ *
+ *   ptk_<lookup id: 12 base62>_<secret: 43 base62><checksum: 6 base62>
+ *
+ * The lookup id is not secret and indexes the stored hash; 43 base62 characters
+ * carry 256 bits; the checksum (SHA-256 of everything before it, truncated) lets a
+ * typo or a random string be refused locally, and the fixed prefix lets secret
+ * scanners recognise leaked keys.
+ */
+export const API_KEY_PREFIX = 'ptk_'
+const LOOKUP_ID_LENGTH = 12
+const SECRET_LENGTH = 43
+const CHECKSUM_LENGTH = 6
+export const API_KEY_PATTERN = /^ptk_([0-9A-Za-z]{12})_([0-9A-Za-z]{43})([0-9A-Za-z]{6})$/
+export const API_KEY_LENGTH = API_KEY_PREFIX.length + LOOKUP_ID_LENGTH + 1 + SECRET_LENGTH + CHECKSUM_LENGTH
+
+export interface ParsedApiKey {
+  lookupId: string
+  secret: string
+}
+
+function checksumOf (body: string): string {
+  return bytesToBase62(createHash('sha256').update(body).digest().subarray(0, 8), CHECKSUM_LENGTH)
+}
+
+/** Returns the parts of a well-formed key with a valid checksum, or null. */
+export function parseApiKey (presented: string): ParsedApiKey | null {
+  if (presented.length !== API_KEY_LENGTH) return null
+  const match = API_KEY_PATTERN.exec(presented)
+  if (match === null) return null
+  const [, lookupId, secret, checksum] = match as unknown as [string, string, string, string]
+  if (checksumOf(presented.slice(0, -CHECKSUM_LENGTH)) !== checksum) return null
+  return { lookupId, secret }
+}
+
+/** A new key: the full text (shown once) and its parts. */
+export function generateApiKey (): { key: string, lookupId: string, secret: string } {
+  const lookupId = randomBase62(LOOKUP_ID_LENGTH)
+  const secret = randomBase62(SECRET_LENGTH)
+  const body = `${API_KEY_PREFIX}${lookupId}_${secret}`
+  return { key: `${body}${checksumOf(body)}`, lookupId, secret }
+}

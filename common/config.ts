@@ -1,0 +1,43 @@
+import { Ajv } from 'ajv'
+import type { ErrorObject } from 'ajv'
+import type { TObject } from 'typebox'
+
+/** Thrown at start when configuration is invalid; lists every problem at once. */
+export class ConfigError extends Error {
+  readonly problems: string[]
+  constructor (source: string, problems: string[]) {
+    super(`Invalid configuration (${source}):\n${problems.map((p) => `  - ${p}`).join('\n')}`)
+    this.name = 'ConfigError'
+    this.problems = problems
+  }
+}
+
+function describe (error: ErrorObject, root: string): string {
+  const params = error.params as Record<string, unknown>
+  if (error.keyword === 'required') return `${root}${String(params.missingProperty)}: is required`
+  const field = error.instancePath.replace(/^\//, '').replaceAll('/', '.')
+  const where = `${root}${field}`
+  if (error.keyword === 'additionalProperties') return `${where}${field === '' ? '' : '.'}${String(params.additionalProperty)}: is not a known option`
+  if (error.keyword === 'enum') return `${where}: must be one of ${(params.allowedValues as unknown[]).join(', ')}`
+  return `${where}: ${error.message ?? 'is invalid'}`
+}
+
+/**
+ * Validates raw values (environment variables, plugin options) against a schema:
+ * defaults applied, strings coerced to the declared types, every problem reported
+ * with the name of the field. Returns a frozen copy.
+ */
+export function validateConfig<T> (schema: TObject, raw: Record<string, unknown>, source: string, root = ''): Readonly<T> {
+  const ajv = new Ajv({ allErrors: true, coerceTypes: true, useDefaults: true, strict: false })
+  const validate = ajv.compile(schema)
+  const candidate: Record<string, unknown> = {}
+  for (const key of Object.keys(schema.properties)) {
+    const value = raw[key]
+    // An empty environment variable means "not set", as in most process managers.
+    if (value !== undefined && value !== '') candidate[key] = value
+  }
+  if (!validate(candidate)) {
+    throw new ConfigError(source, (validate.errors ?? []).map((e) => describe(e, root)))
+  }
+  return Object.freeze(candidate) as Readonly<T>
+}

@@ -1,0 +1,164 @@
+import createError from '@fastify/error'
+import { STATUS_CODES } from 'node:http'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+
+/**
+ * RFC 9457 problem details. Every error a Portier service answers with is rendered
+ * here, in one place: our own problems, Fastify's errors and the unknown.
+ */
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8'
+const PROBLEM_TYPE_PREFIX = 'urn:portier:problem:'
+const MAX_REPORTED_VIOLATIONS = 20
+/** RFC 9110 §15.5.2: every 401 names a scheme; RFC 6750 §3 gives Bearer's syntax. */
+export const BEARER_CHALLENGE = 'Bearer realm="portier"'
+export function bearerChallenge (error?: 'invalid_token' | 'invalid_request' | 'insufficient_scope', description?: string): string {
+  if (error === undefined) return BEARER_CHALLENGE
+  const desc = description !== undefined ? `, error_description="${description.replaceAll('"', "'")}"` : ''
+  return `${BEARER_CHALLENGE}, error="${error}"${desc}`
+}
+
+export interface ProblemBody {
+  type: string
+  title: string
+  status: number
+  detail: string
+  code: string
+  [extension: string]: unknown
+}
+
+/** What a thrown problem may carry beyond its code: extension members and headers. */
+export interface ProblemExtras {
+  extensions?: Record<string, unknown>
+  headers?: Record<string, string>
+}
+
+export interface PortierProblem extends FastifyError {
+  title: string
+  extensions?: Record<string, unknown>
+  headers?: Record<string, string>
+}
+
+export type ProblemFactory = ((detailArgs?: unknown[], extras?: ProblemExtras) => PortierProblem) & {
+  code: string
+  status: number
+  title: string
+}
+
+/**
+ * Declares one problem type: a stable code (never reused), a constant title, a status,
+ * and a detail template (`%s` placeholders filled per occurrence).
+ */
+export function defineProblem (code: string, status: number, title: string, detailTemplate: string = title,
+  defaultHeaders?: Record<string, string>): ProblemFactory {
+  const ErrorClass = createError(code, detailTemplate, status)
+  const factory = (detailArgs: unknown[] = [], extras: ProblemExtras = {}): PortierProblem => {
+    const error = new ErrorClass(...detailArgs) as PortierProblem
+    error.title = title
+    if (extras.extensions !== undefined) error.extensions = extras.extensions
+    const headers = { ...defaultHeaders, ...extras.headers }
+    if (Object.keys(headers).length > 0) error.headers = headers
+    return error
+  }
+  return Object.assign(factory, { code, status, title })
+}
+
+/** Problems every service shares: framework-level failures. */
+export const CommonProblems = {
+  validationFailed: defineProblem('validation_failed', 400, 'Request validation failed', '%s'),
+  malformedJson: defineProblem('malformed_json', 400, 'Malformed JSON body', 'The request body is not valid JSON.'),
+  emptyBody: defineProblem('empty_body', 400, 'Empty request body', 'A JSON body is required.'),
+  notFound: defineProblem('not_found', 404, 'Not found', 'No route matches %s %s.'),
+  notAcceptable: defineProblem('not_acceptable', 406, 'Not acceptable', 'This API answers application/json only.'),
+  bodyTooLarge: defineProblem('body_too_large', 413, 'Request body too large', 'The request body exceeds %s bytes.'),
+  unsupportedMediaType: defineProblem('unsupported_media_type', 415, 'Unsupported media type', 'Send the body as application/json.'),
+  internal: defineProblem('internal_error', 500, 'Internal server error', 'An unexpected error occurred; it has been logged.'),
+  serviceUnavailable: defineProblem('service_unavailable', 503, 'Service unavailable', 'The service is shutting down or not ready.')
+} as const
+
+/** Fastify's own error codes, translated at this one boundary. */
+const FASTIFY_CODES: Record<string, (error: FastifyError, request: FastifyRequest) => PortierProblem> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: () => CommonProblems.malformedJson(),
+  FST_ERR_CTP_EMPTY_JSON_BODY: () => CommonProblems.emptyBody(),
+  FST_ERR_CTP_BODY_TOO_LARGE: (_e, request) => CommonProblems.bodyTooLarge([request.routeOptions.bodyLimit]),
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: () => CommonProblems.unsupportedMediaType(),
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => CommonProblems.validationFailed(['Content-Length does not match the body.'])
+}
+
+function isPortierProblem (error: unknown): error is PortierProblem {
+  return error instanceof Error && typeof (error as PortierProblem).title === 'string' &&
+    typeof (error as PortierProblem).statusCode === 'number'
+}
+
+function fromValidation (error: FastifyError): PortierProblem {
+  // Capped: a body with thousands of unknown members must not produce a huge answer.
+  const violations = (error.validation ?? []).slice(0, MAX_REPORTED_VIOLATIONS).map((v) => {
+    const where = `${error.validationContext ?? 'body'}${v.instancePath}`
+    const params = v.params as Record<string, unknown>
+    const extra = typeof params.additionalProperty === 'string'
+      ? ` (${String(params.additionalProperty)})`
+      : typeof params.missingProperty === 'string' ? ` (${String(params.missingProperty)})` : ''
+    return { path: where, message: `${v.message ?? 'is invalid'}${extra}` }
+  })
+  const detail = violations.map((v) => `${v.path} ${v.message}`).join('; ')
+  return CommonProblems.validationFailed([detail], { extensions: { errors: violations } })
+}
+
+/** Translates anything thrown into a problem; unknown errors become a plain 500. */
+export function toProblem (error: unknown, request: FastifyRequest): PortierProblem {
+  if (isPortierProblem(error)) return error
+  const fastifyError = error as FastifyError
+  if (fastifyError?.validation !== undefined) return fromValidation(fastifyError)
+  const translate = typeof fastifyError?.code === 'string' ? FASTIFY_CODES[fastifyError.code] : undefined
+  if (translate !== undefined) return translate(fastifyError, request)
+  const status = fastifyError?.statusCode
+  if (typeof status === 'number' && status >= 400 && status < 500) return genericClientProblem(status)
+  return CommonProblems.internal()
+}
+
+const genericClientProblems = new Map<number, ProblemFactory>()
+
+/** A 4xx raised by Fastify or a plugin that we did not map: keep its status, hide its internals. */
+function genericClientProblem (status: number): PortierProblem {
+  let factory = genericClientProblems.get(status)
+  if (factory === undefined) {
+    factory = defineProblem(`http_${status}`, status, STATUS_CODES[status] ?? 'Client error', 'The request could not be processed.')
+    genericClientProblems.set(status, factory)
+  }
+  return factory()
+}
+
+export function problemBody (problem: PortierProblem, transformExtensions?: (ext: Record<string, unknown>) => Record<string, unknown>): ProblemBody {
+  const extensions = problem.extensions ?? {}
+  return {
+    type: `${PROBLEM_TYPE_PREFIX}${problem.code}`,
+    title: problem.title,
+    status: problem.statusCode ?? 500,
+    detail: problem.message,
+    code: problem.code,
+    ...(transformExtensions !== undefined ? transformExtensions(extensions) : extensions)
+  }
+}
+
+export function sendProblem (reply: FastifyReply, problem: PortierProblem): FastifyReply {
+  const body = problemBody(problem)
+  if (problem.headers !== undefined) reply.headers(problem.headers)
+  if (body.status === 401 && !reply.hasHeader('www-authenticate')) reply.header('www-authenticate', BEARER_CHALLENGE)
+  return reply.code(body.status).type(PROBLEM_CONTENT_TYPE).send(body)
+}
+
+/**
+ * Installs the problem+json error and not-found handlers on an instance. Server
+ * errors are logged with their stack; client errors are not (they are expected).
+ */
+export function installProblemHandlers (app: FastifyInstance): void {
+  app.setErrorHandler((error, request, reply) => {
+    const problem = toProblem(error, request)
+    if ((problem.statusCode ?? 500) >= 500) {
+      request.log.error({ err: error }, 'request failed')
+    }
+    return sendProblem(reply, problem)
+  })
+  app.setNotFoundHandler((request, reply) => {
+    return sendProblem(reply, CommonProblems.notFound([request.method, request.url.split('?')[0]]))
+  })
+}

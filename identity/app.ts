@@ -1,0 +1,112 @@
+import type { FastifyInstance } from 'fastify'
+import type { Redis } from 'ioredis'
+import { createMemoryEventBus, createRedisEventBus, type EventBus } from '../common/event-bus.js'
+import { createHttpApp } from '../common/http-app.js'
+import { createRedis, waitForRedis } from '../common/redis.js'
+import type { IdentityConfig } from './config.js'
+import { IdentityProblems } from './errors.js'
+import { guardWithCredential } from './routes/admin/credential-guard.js'
+import { adminApiKeyRoutes } from './routes/admin/api-keys.js'
+import { adminRoleRoutes } from './routes/admin/roles.js'
+import { adminSessionRoutes } from './routes/admin/sessions.js'
+import { adminSigningKeyRoutes } from './routes/admin/signing-keys.js'
+import { adminUserRoutes } from './routes/admin/users.js'
+import { keysVerifyRoutes } from './routes/internal/keys-verify.js'
+import { sessionsRevokedRoutes } from './routes/internal/sessions-revoked.js'
+import { jwksRoutes } from './routes/public/jwks.js'
+import { sessionRoutes } from './routes/public/sessions.js'
+import { tokenRoutes } from './routes/public/tokens.js'
+import { systemClock, type Clock } from './services/clock.js'
+import { createIdentityServices, type IdentityServices } from './services/index.js'
+import { openDatabase, type Db } from './store/database.js'
+
+/** How long start-up waits for Redis before running degraded (events then get lost, logged). */
+const REDIS_START_WAIT_MS = 2_000
+
+export interface BuildIdentityOptions {
+  /** Log destination (tests read it); stdout by default. */
+  logStream?: NodeJS.WritableStream
+  clock?: Clock
+  /** An event bus to use instead of the one the config implies (the one-process demo shares one). */
+  events?: EventBus
+}
+
+export interface Identity {
+  /** Login, refresh, logout, JWKS: what the gateway routes to. */
+  publicApp: FastifyInstance
+  /** /admin/* and /internal/*: never routed publicly. */
+  adminApp: FastifyInstance
+  services: IdentityServices
+  db: Db
+  events: EventBus
+  close: () => Promise<void>
+}
+
+async function connectEvents (config: IdentityConfig, log: FastifyInstance['log']): Promise<{ events: EventBus, redis: Redis | null }> {
+  if (config.redisUrl === undefined) {
+    log.warn('REDIS_URL is not set: invalidation events stay in this process')
+    return { events: createMemoryEventBus(), redis: null }
+  }
+  const redis = createRedis(config.redisUrl)
+  redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis connection error'))
+  if (!await waitForRedis(redis, REDIS_START_WAIT_MS)) log.warn('Redis is not reachable yet; events are lost until it is')
+  return { events: createRedisEventBus({ redis, channel: config.eventsChannel, log }), redis }
+}
+
+/**
+ * Builds identity's two HTTP apps over one database and one set of services.
+ * Nothing listens yet: the server (or a test) decides where.
+ */
+export async function buildIdentity (config: IdentityConfig, options: BuildIdentityOptions = {}): Promise<Identity> {
+  const common = {
+    logLevel: config.logLevel,
+    bodyLimitBytes: config.bodyLimitBytes,
+    trustProxy: config.trustProxy,
+    ...(options.logStream !== undefined ? { logStream: options.logStream } : {})
+  }
+  const publicApp = createHttpApp({ ...common, name: 'identity' })
+  const adminApp = createHttpApp({ ...common, name: 'identity-admin' })
+
+  const db = openDatabase(config.databasePath)
+  const { events, redis } = options.events !== undefined
+    ? { events: options.events, redis: null }
+    : await connectEvents(config, publicApp.log)
+  const services = await createIdentityServices(config, { db, events, clock: options.clock ?? systemClock })
+
+  await publicApp.register(sessionRoutes, { services })
+  await publicApp.register(tokenRoutes, { services })
+  await publicApp.register(jwksRoutes, { services })
+
+  await adminApp.register(async (admin) => {
+    guardWithCredential(admin as unknown as FastifyInstance, config.adminToken, () => IdentityProblems.adminUnauthorized())
+    await admin.register(adminUserRoutes, { services })
+    await admin.register(adminRoleRoutes, { services })
+    await admin.register(adminApiKeyRoutes, { services })
+    await admin.register(adminSessionRoutes, { services })
+    await admin.register(adminSigningKeyRoutes, { services })
+  })
+  await adminApp.register(async (internal) => {
+    guardWithCredential(internal as unknown as FastifyInstance, config.serviceToken, () => IdentityProblems.serviceUnauthorized())
+    await internal.register(keysVerifyRoutes, { services })
+    await internal.register(sessionsRevokedRoutes, { services })
+  })
+  adminApp.get('/healthz', async () => ({ status: 'ok' }))
+
+  let closed = false
+  return {
+    publicApp: publicApp as unknown as FastifyInstance,
+    adminApp: adminApp as unknown as FastifyInstance,
+    services,
+    db,
+    events,
+    async close () {
+      if (closed) return
+      closed = true
+      // Stop taking requests and let in-flight ones finish, then release the database.
+      await Promise.all([publicApp.close(), adminApp.close()])
+      if (options.events === undefined) await events.close()
+      if (redis !== null) redis.disconnect()
+      db.close()
+    }
+  }
+}

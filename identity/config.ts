@@ -1,0 +1,119 @@
+import { Type, type Static } from 'typebox'
+import { ConfigError, validateConfig } from '../common/config.js'
+
+/**
+ * Identity configuration: the one schema, validated once at start. Every field is an
+ * environment variable; the README's reference table is checked against this schema.
+ */
+export const IdentityEnvSchema = Type.Object({
+  IDENTITY_HOST: Type.String({ default: '0.0.0.0', description: 'Interface of the public listener (login, refresh, logout, JWKS).' }),
+  IDENTITY_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3001, description: 'Port of the public listener.' }),
+  IDENTITY_ADMIN_HOST: Type.String({ default: '127.0.0.1', description: 'Interface of the admin/internal listener; keep it private.' }),
+  IDENTITY_ADMIN_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3002, description: 'Port of the admin/internal listener.' }),
+  IDENTITY_DATABASE_PATH: Type.String({ minLength: 1, default: './data/identity.db', description: 'SQLite file (WAL mode); created with its folder when missing.' }),
+  IDENTITY_ADMIN_TOKEN: Type.String({ minLength: 32, description: 'Credential for /admin/* (Authorization: Bearer). Required; at least 32 characters.' }),
+  IDENTITY_SERVICE_TOKEN: Type.String({ minLength: 32, description: 'Credential gateways use for /internal/*. Required; at least 32 characters.' }),
+  REDIS_URL: Type.Optional(Type.String({ minLength: 1, description: 'Redis for invalidation events (redis://…). Unset: events stay in process.' })),
+  IDENTITY_EVENTS_CHANNEL: Type.String({ minLength: 1, default: 'portier:events', description: 'Redis pub/sub channel for invalidation events.' }),
+  IDENTITY_ISSUER: Type.String({ minLength: 1, default: 'portier-identity', description: 'The `iss` of access tokens.' }),
+  IDENTITY_AUDIENCE: Type.String({ minLength: 1, default: 'portier-gateway', description: 'The `aud` of access tokens.' }),
+  IDENTITY_SIGNING_ALG: Type.Union([Type.Literal('EdDSA'), Type.Literal('ES256')], { default: 'EdDSA', description: 'Algorithm of new signing keys (each key keeps its own).' }),
+  IDENTITY_REFRESH_IDLE_SECONDS: Type.Integer({ minimum: 60, default: 1_209_600, description: 'A refresh token unused this long expires (14 days).' }),
+  IDENTITY_SESSION_MAX_SECONDS: Type.Integer({ minimum: 600, default: 2_592_000, description: 'Absolute session lifetime (30 days).' }),
+  IDENTITY_REFRESH_REUSE_GRACE_SECONDS: Type.Integer({ minimum: 0, maximum: 60, default: 0, description: 'Reuse of a just-rotated refresh token within this window is refused without revoking the session (0: every reuse revokes).' }),
+  IDENTITY_ARGON2_MEMORY_KIB: Type.Integer({ minimum: 7168, default: 19_456, description: 'argon2id memory cost in KiB (OWASP minimum 19456 with time cost 2).' }),
+  IDENTITY_ARGON2_TIME_COST: Type.Integer({ minimum: 1, default: 2, description: 'argon2id iterations.' }),
+  IDENTITY_ARGON2_PARALLELISM: Type.Integer({ minimum: 1, maximum: 16, default: 1, description: 'argon2id lanes.' }),
+  IDENTITY_LOGIN_THROTTLE_ENABLED: Type.Boolean({ default: true, description: 'Refuse logins with 429 after repeated failures.' }),
+  IDENTITY_LOGIN_MAX_FAILURES_PER_EMAIL: Type.Integer({ minimum: 1, default: 5, description: 'Failures for one e-mail within the window before 429.' }),
+  IDENTITY_LOGIN_MAX_FAILURES_PER_IP: Type.Integer({ minimum: 1, default: 20, description: 'Failures from one IP within the window before 429.' }),
+  IDENTITY_LOGIN_THROTTLE_WINDOW_SECONDS: Type.Integer({ minimum: 1, default: 900, description: 'Length of the throttling window.' }),
+  IDENTITY_API_KEY_MAX_LIFETIME_DAYS: Type.Integer({ minimum: 0, default: 0, description: 'Longest allowed key lifetime; keys without expiry get it. 0: no maximum.' }),
+  IDENTITY_API_KEY_ROTATION_GRACE_SECONDS: Type.Integer({ minimum: 0, default: 86_400, description: 'Default time the old secret keeps working after a rotation (24 h).' }),
+  IDENTITY_BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 1_048_576, description: 'Largest accepted request body (1 MiB).' }),
+  IDENTITY_TRUST_PROXY: Type.String({ default: 'false', description: 'Whose X-Forwarded-For to trust for client IPs: false, true, or a comma list of IPs/CIDRs (e.g. the gateways).' }),
+  LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, { default: 'info', description: 'pino log level.' })
+}, { additionalProperties: true })
+
+type IdentityEnv = Static<typeof IdentityEnvSchema>
+
+/** Access tokens live 600 s: this is the contract (`expires_in: 600`), not an option. */
+export const ACCESS_TOKEN_TTL_SECONDS = 600
+/** OWASP's argon2id equivalences all have memory × iterations ≥ 35840 KiB. */
+const OWASP_MIN_MEMORY_TIMES_ITERATIONS = 35_840
+
+export interface Argon2Params { memoryCost: number, timeCost: number, parallelism: number }
+
+export interface IdentityConfig {
+  host: string
+  port: number
+  adminHost: string
+  adminPort: number
+  databasePath: string
+  adminToken: string
+  serviceToken: string
+  redisUrl: string | undefined
+  eventsChannel: string
+  issuer: string
+  audience: string
+  signingAlg: 'EdDSA' | 'ES256'
+  refreshIdleSeconds: number
+  sessionMaxSeconds: number
+  refreshReuseGraceSeconds: number
+  argon2: Argon2Params
+  loginThrottle: { enabled: boolean, maxFailuresPerEmail: number, maxFailuresPerIp: number, windowSeconds: number }
+  apiKeyMaxLifetimeDays: number
+  apiKeyRotationGraceSeconds: number
+  bodyLimitBytes: number
+  trustProxy: boolean | string
+  logLevel: string
+}
+
+function parseTrustProxy (value: string): boolean | string {
+  if (value === 'false') return false
+  if (value === 'true') return true
+  return value
+}
+
+/** Reads and validates identity's environment; throws a ConfigError naming every bad variable. */
+export function loadIdentityConfig (env: Record<string, string | undefined> = process.env): Readonly<IdentityConfig> {
+  const e = validateConfig<IdentityEnv>(IdentityEnvSchema, env, 'identity environment')
+  if (e.IDENTITY_ARGON2_MEMORY_KIB * e.IDENTITY_ARGON2_TIME_COST < OWASP_MIN_MEMORY_TIMES_ITERATIONS) {
+    throw new ConfigError('identity environment', [
+      `IDENTITY_ARGON2_MEMORY_KIB × IDENTITY_ARGON2_TIME_COST: must be at least ${OWASP_MIN_MEMORY_TIMES_ITERATIONS} (OWASP: 19456 KiB × 2, 12288 × 3, 9216 × 4 or 7168 × 5)`
+    ])
+  }
+  return Object.freeze({
+    host: e.IDENTITY_HOST,
+    port: e.IDENTITY_PORT,
+    adminHost: e.IDENTITY_ADMIN_HOST,
+    adminPort: e.IDENTITY_ADMIN_PORT,
+    databasePath: e.IDENTITY_DATABASE_PATH,
+    adminToken: e.IDENTITY_ADMIN_TOKEN,
+    serviceToken: e.IDENTITY_SERVICE_TOKEN,
+    redisUrl: e.REDIS_URL,
+    eventsChannel: e.IDENTITY_EVENTS_CHANNEL,
+    issuer: e.IDENTITY_ISSUER,
+    audience: e.IDENTITY_AUDIENCE,
+    signingAlg: e.IDENTITY_SIGNING_ALG,
+    refreshIdleSeconds: e.IDENTITY_REFRESH_IDLE_SECONDS,
+    sessionMaxSeconds: e.IDENTITY_SESSION_MAX_SECONDS,
+    refreshReuseGraceSeconds: e.IDENTITY_REFRESH_REUSE_GRACE_SECONDS,
+    argon2: Object.freeze({
+      memoryCost: e.IDENTITY_ARGON2_MEMORY_KIB,
+      timeCost: e.IDENTITY_ARGON2_TIME_COST,
+      parallelism: e.IDENTITY_ARGON2_PARALLELISM
+    }),
+    loginThrottle: Object.freeze({
+      enabled: e.IDENTITY_LOGIN_THROTTLE_ENABLED,
+      maxFailuresPerEmail: e.IDENTITY_LOGIN_MAX_FAILURES_PER_EMAIL,
+      maxFailuresPerIp: e.IDENTITY_LOGIN_MAX_FAILURES_PER_IP,
+      windowSeconds: e.IDENTITY_LOGIN_THROTTLE_WINDOW_SECONDS
+    }),
+    apiKeyMaxLifetimeDays: e.IDENTITY_API_KEY_MAX_LIFETIME_DAYS,
+    apiKeyRotationGraceSeconds: e.IDENTITY_API_KEY_ROTATION_GRACE_SECONDS,
+    bodyLimitBytes: e.IDENTITY_BODY_LIMIT_BYTES,
+    trustProxy: parseTrustProxy(e.IDENTITY_TRUST_PROXY),
+    logLevel: e.LOG_LEVEL
+  })
+}

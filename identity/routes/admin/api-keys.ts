@@ -1,0 +1,81 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import { ApiKeyView, CreatedKeyView, IdParams, KeyName, NullableTimestamp, Permissions } from '../../schemas.js'
+import type { IdentityServices } from '../../services/index.js'
+import type { CreatedKey } from '../../services/api-keys.js'
+import { apiKeyView } from '../../views.js'
+
+const closed = { additionalProperties: false } as const
+const KeyAnswer = Type.Object({ api_key: ApiKeyView, warnings: Type.Optional(Type.Array(Type.String())) })
+/** Longest grace an operator may give an old secret: 90 days. */
+const MAX_GRACE_SECONDS = 7_776_000
+
+const toMs = (iso: string | null): number | null => (iso === null ? null : Date.parse(iso))
+
+/** /admin/keys: the API key lifecycle. The full key appears only in create and rotate answers. */
+export const adminApiKeyRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServices }> = async (app, { services }) => {
+  const { apiKeys, clock } = services
+  const view = (id: string) => apiKeyView(apiKeys.get(id), apiKeys.secretsOf(id), clock.now())
+  const created = (result: CreatedKey) => ({ api_key: view(result.key.id), key: result.secret, warnings: result.warnings })
+
+  app.post('/admin/keys', {
+    schema: {
+      summary: 'Create an API key (the full key is in this answer only)',
+      body: Type.Object({ name: KeyName, permissions: Permissions, expires_at: Type.Optional(NullableTimestamp) }, closed),
+      response: { 201: CreatedKeyView }
+    }
+  }, async (request, reply) => {
+    const result = await apiKeys.create({
+      name: request.body.name,
+      permissions: request.body.permissions,
+      expiresAt: toMs(request.body.expires_at ?? null)
+    })
+    return reply.code(201).header('cache-control', 'no-store').send(created(result))
+  })
+
+  app.get('/admin/keys', {
+    schema: { summary: 'List API keys (never their secrets)', response: { 200: Type.Object({ api_keys: Type.Array(ApiKeyView) }) } }
+  }, async () => ({ api_keys: apiKeys.list().map((k) => apiKeyView(k, apiKeys.secretsOf(k.id), clock.now())) }))
+
+  app.get('/admin/keys/:id', {
+    schema: { summary: 'Show an API key', params: IdParams, response: { 200: KeyAnswer } }
+  }, async (request) => ({ api_key: view(request.params.id) }))
+
+  app.patch('/admin/keys/:id', {
+    schema: {
+      summary: "Change an API key's permissions or expiry",
+      params: IdParams,
+      body: Type.Object({ permissions: Type.Optional(Permissions), expires_at: Type.Optional(NullableTimestamp) }, { ...closed, minProperties: 1 }),
+      response: { 200: KeyAnswer }
+    }
+  }, async (request) => {
+    const { key, warnings } = await apiKeys.update(request.params.id, {
+      ...(request.body.permissions !== undefined ? { permissions: request.body.permissions } : {}),
+      ...(request.body.expires_at !== undefined ? { expiresAt: toMs(request.body.expires_at) } : {})
+    })
+    return { api_key: view(key.id), warnings }
+  })
+
+  for (const [action, disabled] of [['disable', true], ['enable', false]] as const) {
+    app.post(`/admin/keys/:id/${action}`, {
+      schema: { summary: disabled ? 'Disable an API key (reversible)' : 'Re-enable a disabled API key', params: IdParams, response: { 200: KeyAnswer } }
+    }, async (request) => ({ api_key: view((await apiKeys.setDisabled(request.params.id, disabled)).id) }))
+  }
+
+  app.post('/admin/keys/:id/revoke', {
+    schema: { summary: 'Revoke an API key (final)', params: IdParams, response: { 200: KeyAnswer } }
+  }, async (request) => ({ api_key: view((await apiKeys.revoke(request.params.id)).id) }))
+
+  app.post('/admin/keys/:id/rotate', {
+    schema: {
+      summary: 'Issue a new secret; the old one works for the grace period (the full key is in this answer only)',
+      params: IdParams,
+      body: Type.Optional(Type.Object({ grace_seconds: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_GRACE_SECONDS })) }, closed)),
+      response: { 200: CreatedKeyView }
+    }
+  }, async (request, reply) => {
+    const result = await apiKeys.rotate(request.params.id, request.body?.grace_seconds)
+    return reply.header('cache-control', 'no-store').send(created(result))
+  })
+}
+

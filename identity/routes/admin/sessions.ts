@@ -1,0 +1,34 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import { Id, IdParams, SessionView } from '../../schemas.js'
+import type { IdentityServices } from '../../services/index.js'
+import { sessionView } from '../../views.js'
+
+const DEFAULT_LIST_LIMIT = 100
+
+/** /admin/sessions: list (optionally by user) and revoke one. */
+export const adminSessionRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServices }> = async (app, { services }) => {
+  const { sessions, clock } = services
+
+  app.get('/admin/sessions', {
+    schema: {
+      summary: 'List sessions, newest first',
+      querystring: Type.Object({
+        user_id: Type.Optional(Id),
+        limit: Type.Integer({ minimum: 1, maximum: 1000, default: DEFAULT_LIST_LIMIT })
+      }, { additionalProperties: false }),
+      response: { 200: Type.Object({ sessions: Type.Array(SessionView) }) }
+    }
+  }, async (request) => ({
+    sessions: sessions.list({ ...(request.query.user_id !== undefined ? { userId: request.query.user_id } : {}), limit: request.query.limit })
+      .map((s) => sessionView(s, clock.now()))
+  }))
+
+  app.get('/admin/sessions/:id', {
+    schema: { summary: 'Show a session', params: IdParams, response: { 200: Type.Object({ session: SessionView }) } }
+  }, async (request) => ({ session: sessionView(sessions.get(request.params.id), clock.now()) }))
+
+  app.delete('/admin/sessions/:id', {
+    schema: { summary: 'Revoke a session', params: IdParams, response: { 200: Type.Object({ session: SessionView }) } }
+  }, async (request) => ({ session: sessionView(await sessions.revoke(request.params.id, 'admin'), clock.now()) }))
+}

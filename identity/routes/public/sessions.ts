@@ -1,0 +1,48 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import { readBearer } from '../../../common/bearer.js'
+import { IdentityProblems } from '../../errors.js'
+import { BearerHeaders, LoginBody, TokenSet } from '../../schemas.js'
+import type { IdentityServices } from '../../services/index.js'
+
+/** Longest user agent kept on a session; the rest is cut (it is display-only). */
+const MAX_USER_AGENT_LENGTH = 512
+
+/** The Bearer of the request, or a 401 `invalid_token` problem (RFC 6750 challenge included). */
+export function requireBearer (authorization: string | undefined): string {
+  const credential = readBearer(authorization)
+  if (credential.kind === 'token') return credential.token
+  if (credential.kind === 'missing') throw IdentityProblems.bearerMissing()
+  throw IdentityProblems.invalidToken(['The Authorization header is not a well-formed Bearer credential.'])
+}
+
+/** POST /sessions (login) and DELETE /sessions/current (logout). */
+export const sessionRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServices }> = async (app, { services }) => {
+  app.post('/sessions', {
+    schema: {
+      summary: 'Log in: create a session and return its first token set',
+      body: LoginBody,
+      response: { 201: TokenSet }
+    }
+  }, async (request, reply) => {
+    const tokenSet = await services.login({
+      email: request.body.session.email,
+      password: request.body.session.password,
+      ipAddress: request.ip,
+      userAgent: (request.headers['user-agent'] ?? '').slice(0, MAX_USER_AGENT_LENGTH)
+    })
+    return reply.code(201).header('cache-control', 'no-store').send(tokenSet)
+  })
+
+  app.delete('/sessions/current', {
+    schema: {
+      summary: 'Log out: revoke the session of the Bearer access token',
+      headers: BearerHeaders,
+      response: { 204: Type.Null() }
+    }
+  }, async (request, reply) => {
+    const session = await services.sessions.authenticate(requireBearer(request.headers.authorization))
+    await services.sessions.revoke(session.id, 'logout')
+    return await reply.code(204).send(null)
+  })
+}

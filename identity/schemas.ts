@@ -1,0 +1,134 @@
+import { Type } from 'typebox'
+import { PERMISSION_PATTERN } from './services/permissions.js'
+
+/**
+ * JSON schemas shared by identity's routes. Every body is closed
+ * (`additionalProperties: false`): an unknown member is a 400, not ignored.
+ */
+const closed = { additionalProperties: false } as const
+
+export const Timestamp = Type.String({ format: 'date-time' })
+export const NullableTimestamp = Type.Union([Timestamp, Type.Null()])
+
+/** OWASP ASVS 2.1: at least 8 characters, at least 64 allowed, no composition rules. */
+export const Password = Type.String({ minLength: 8, maxLength: 128 })
+export const Email = Type.String({ format: 'email', minLength: 3, maxLength: 254 })
+export const Permission = Type.String({ pattern: PERMISSION_PATTERN, maxLength: 129 })
+export const Permissions = Type.Array(Permission, { maxItems: 256, uniqueItems: true })
+export const RoleName = Type.String({ pattern: '^[a-z][a-z0-9_-]{0,63}$' })
+/** Printable names: no control characters (they would break logs and terminals). */
+export const KeyName = Type.String({ minLength: 1, maxLength: 100, pattern: '^[^\\u0000-\\u001f\\u007f]+$' })
+export const Id = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_]+$' })
+export const IdParams = Type.Object({ id: Id }, closed)
+
+export const TokenSet = Type.Object({
+  token_type: Type.Literal('Bearer'),
+  expires_in: Type.Integer(),
+  access_token: Type.String(),
+  refresh_token: Type.String()
+})
+
+export const LoginBody = Type.Object({
+  session: Type.Object({
+    email: Type.String({ minLength: 1, maxLength: 254 }),
+    password: Type.String({ minLength: 1, maxLength: 1024 })
+  }, closed)
+}, closed)
+
+export const RefreshBody = Type.Object({
+  refresh_token: Type.String({ minLength: 1, maxLength: 512 })
+}, closed)
+
+export const BearerHeaders = Type.Object({ authorization: Type.Optional(Type.String()) })
+
+export const UserView = Type.Object({
+  id: Type.String(),
+  email: Type.String(),
+  roles: Type.Array(Type.String()),
+  permissions: Type.Array(Type.String()),
+  status: Type.Union([Type.Literal('active'), Type.Literal('disabled')]),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  password_changed_at: Timestamp,
+  disabled_at: NullableTimestamp
+})
+
+export const RoleView = Type.Object({
+  name: Type.String(),
+  permissions: Type.Array(Type.String()),
+  created_at: Timestamp,
+  updated_at: Timestamp
+})
+
+export const SessionView = Type.Object({
+  id: Type.String(),
+  user_id: Type.String(),
+  ip_address: Type.String(),
+  user_agent: Type.String(),
+  status: Type.Union([Type.Literal('active'), Type.Literal('revoked'), Type.Literal('expired')]),
+  created_at: Timestamp,
+  last_used_at: Timestamp,
+  expires_at: Timestamp,
+  revoked_at: NullableTimestamp,
+  revoked_reason: Type.Union([Type.String(), Type.Null()])
+})
+
+const KeySecretView = Type.Object({
+  key_prefix: Type.String(),
+  state: Type.Union([Type.Literal('current'), Type.Literal('grace'), Type.Literal('retired')]),
+  created_at: Timestamp,
+  retired_at: NullableTimestamp,
+  grace_until: NullableTimestamp,
+  last_used_at: NullableTimestamp,
+  use_count: Type.Integer()
+})
+
+export const ApiKeyView = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  key_prefix: Type.String(),
+  permissions: Type.Array(Type.String()),
+  status: Type.Union([Type.Literal('active'), Type.Literal('disabled'), Type.Literal('revoked'), Type.Literal('expired')]),
+  expires_at: NullableTimestamp,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  last_used_at: NullableTimestamp,
+  disabled_at: NullableTimestamp,
+  revoked_at: NullableTimestamp,
+  /** During a rotation's grace period: how the old secret is still being used. */
+  rotation: Type.Union([Type.Object({
+    old_key_prefix: Type.String(),
+    grace_until: Timestamp,
+    old_secret_use_count: Type.Integer(),
+    old_secret_last_used_at: NullableTimestamp
+  }), Type.Null()]),
+  secrets: Type.Array(KeySecretView)
+})
+
+export const CreatedKeyView = Type.Object({
+  api_key: ApiKeyView,
+  /** The full key: shown in this answer only. */
+  key: Type.String(),
+  warnings: Type.Array(Type.String())
+})
+
+export const SigningKeyView = Type.Object({
+  kid: Type.String(),
+  alg: Type.String(),
+  status: Type.Union([Type.Literal('active'), Type.Literal('published'), Type.Literal('retired')]),
+  created_at: Timestamp,
+  retired_at: NullableTimestamp,
+  publish_until: NullableTimestamp
+})
+
+export const Jwks = Type.Object({
+  keys: Type.Array(Type.Object({
+    kty: Type.String(),
+    crv: Type.Optional(Type.String()),
+    x: Type.Optional(Type.String()),
+    y: Type.Optional(Type.String()),
+    kid: Type.String(),
+    alg: Type.String(),
+    use: Type.String()
+  }))
+})

@@ -1,0 +1,54 @@
+import type { UsersStore } from '../store/users-store.js'
+import { normalizeEmail } from '../store/users-store.js'
+import { IdentityProblems } from '../errors.js'
+import type { LoginThrottle } from './login-throttle.js'
+import type { PasswordHasher } from './password-hasher.js'
+import type { Sessions, TokenSet } from './sessions.js'
+import type { Users } from './users.js'
+
+export interface LoginOptions {
+  users: UsersStore
+  userAccounts: Users
+  hasher: PasswordHasher
+  sessions: Sessions
+  throttle: LoginThrottle
+}
+
+export interface LoginAttempt {
+  email: string
+  password: string
+  ipAddress: string
+  userAgent: string
+}
+
+export type Login = ReturnType<typeof createLogin>
+
+/**
+ * Password login. An unknown e-mail costs one argon2 verification against a dummy
+ * hash and answers exactly like a wrong password, so neither the body nor the time
+ * tells which e-mails are registered.
+ */
+export function createLogin (options: LoginOptions) {
+  const { users, userAccounts, hasher, sessions, throttle } = options
+
+  return async function login (attempt: LoginAttempt): Promise<TokenSet> {
+    const email = normalizeEmail(attempt.email)
+    const retryAfter = throttle.retryAfterSeconds(email, attempt.ipAddress)
+    if (retryAfter > 0) {
+      throw IdentityProblems.loginThrottled([retryAfter], { headers: { 'retry-after': String(retryAfter) } })
+    }
+    const user = users.byEmail(email)
+    const verified = user === null
+      ? (await hasher.verifyAgainstDummy(attempt.password), false)
+      : await hasher.verify(user.passwordHash, attempt.password)
+    if (!verified || user === null) {
+      throttle.recordFailure(email, attempt.ipAddress)
+      throw IdentityProblems.invalidCredentials()
+    }
+    // Only after the password proved who is asking do we say the account is disabled.
+    if (user.disabledAt !== null) throw IdentityProblems.userDisabled()
+    throttle.recordSuccess(email)
+    if (hasher.needsRehash(user.passwordHash)) await userAccounts.rehash(user.id, attempt.password)
+    return await sessions.open(user.id, { ipAddress: attempt.ipAddress, userAgent: attempt.userAgent })
+  }
+}

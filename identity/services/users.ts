@@ -1,0 +1,94 @@
+import { newId } from '../../common/random.js'
+import type { EventBus } from '../../common/event-bus.js'
+import type { Db } from '../store/database.js'
+import type { RolesStore } from '../store/roles-store.js'
+import type { UsersStore, UserRecord } from '../store/users-store.js'
+import { IdentityProblems } from '../errors.js'
+import type { Clock } from './clock.js'
+import type { PasswordHasher } from './password-hasher.js'
+import type { Sessions } from './sessions.js'
+
+export interface UsersOptions {
+  db: Db
+  store: UsersStore
+  roles: RolesStore
+  hasher: PasswordHasher
+  sessions: Sessions
+  events: EventBus
+  clock: Clock
+}
+
+export type Users = ReturnType<typeof createUsers>
+
+function isUniqueViolation (err: unknown): boolean {
+  return (err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE'
+}
+
+/** User accounts: creation, roles, password changes and disabling (admin API and CLI). */
+export function createUsers (options: UsersOptions) {
+  const { db, store, roles, hasher, sessions, events, clock } = options
+  const at = (): string => new Date(clock.now()).toISOString()
+
+  function requireRoles (names: readonly string[]): string[] {
+    const unique = [...new Set(names)].sort()
+    for (const name of unique) if (roles.get(name) === null) throw IdentityProblems.unknownRole([name])
+    return unique
+  }
+
+  function get (id: string): UserRecord {
+    const user = store.byId(id)
+    if (user === null) throw IdentityProblems.userNotFound([id])
+    return user
+  }
+
+  return {
+    get,
+    list: () => store.list(),
+
+    async create (input: { email: string, password: string, roles: string[] }): Promise<UserRecord> {
+      const roleNames = requireRoles(input.roles)
+      if (store.byEmail(input.email) !== null) throw IdentityProblems.emailTaken()
+      const passwordHash = await hasher.hash(input.password)
+      const id = newId('usr')
+      try {
+        db.transaction(() => { store.insert({ id, email: input.email, passwordHash, roles: roleNames }, clock.now()) })()
+      } catch (err) {
+        if (isUniqueViolation(err)) throw IdentityProblems.emailTaken()
+        throw err
+      }
+      return get(id)
+    },
+
+    /** New roles apply to tokens issued from now on; gateways are told to re-check. */
+    async setRoles (id: string, roleNames: string[]): Promise<UserRecord> {
+      get(id)
+      const names = requireRoles(roleNames)
+      db.transaction(() => { store.setRoles(id, names, clock.now()) })()
+      await events.publish({ type: 'user.roles_changed', userId: id, at: at() })
+      return get(id)
+    },
+
+    /** A password change ends every session of the user. */
+    async changePassword (id: string, password: string): Promise<UserRecord> {
+      get(id)
+      store.setPassword(id, await hasher.hash(password), clock.now())
+      await sessions.revokeAllOfUser(id, 'password_changed')
+      return get(id)
+    },
+
+    /** Used at login when the configured argon2 parameters have grown. */
+    rehash: async (id: string, password: string): Promise<void> => {
+      store.setPassword(id, await hasher.hash(password), get(id).passwordChangedAt)
+    },
+
+    /** Disabling ends every session of the user; enabling lets them log in again. */
+    async setDisabled (id: string, disabled: boolean): Promise<UserRecord> {
+      const user = get(id)
+      if ((user.disabledAt !== null) === disabled) return user
+      store.setDisabled(id, disabled ? clock.now() : null, clock.now())
+      await events.publish({ type: disabled ? 'user.disabled' : 'user.enabled', userId: id, at: at() })
+      if (disabled) await sessions.revokeAllOfUser(id, 'user_disabled')
+      return get(id)
+    }
+  }
+}

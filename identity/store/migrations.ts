@@ -1,0 +1,116 @@
+import type { Db } from './database.js'
+
+/**
+ * Schema migrations, applied in order and recorded in `schema_migrations`. Append new
+ * ones; never edit an applied one. Times are integer milliseconds since the epoch.
+ */
+const MIGRATIONS: ReadonlyArray<{ version: number, name: string, sql: string }> = [
+  {
+    version: 1,
+    name: 'initial schema',
+    sql: `
+      CREATE TABLE roles (
+        name        TEXT PRIMARY KEY,
+        permissions TEXT NOT NULL,            -- JSON array of permission strings
+        created_at  INTEGER NOT NULL,
+        updated_at  INTEGER NOT NULL
+      ) STRICT;
+
+      CREATE TABLE users (
+        id                  TEXT PRIMARY KEY,
+        email               TEXT NOT NULL,
+        email_normalized    TEXT NOT NULL UNIQUE,
+        password_hash       TEXT NOT NULL,    -- argon2id PHC string
+        created_at          INTEGER NOT NULL,
+        updated_at          INTEGER NOT NULL,
+        password_changed_at INTEGER NOT NULL,
+        disabled_at         INTEGER
+      ) STRICT;
+
+      CREATE TABLE user_roles (
+        user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        role    TEXT NOT NULL REFERENCES roles(name),
+        PRIMARY KEY (user_id, role)
+      ) STRICT;
+      CREATE INDEX user_roles_by_role ON user_roles(role);
+
+      CREATE TABLE sessions (
+        id             TEXT PRIMARY KEY,
+        user_id        TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        ip_address     TEXT NOT NULL,
+        user_agent     TEXT NOT NULL,
+        created_at     INTEGER NOT NULL,
+        last_used_at   INTEGER NOT NULL,
+        expires_at     INTEGER NOT NULL,      -- absolute lifetime
+        revoked_at     INTEGER,
+        revoked_reason TEXT
+      ) STRICT;
+      CREATE INDEX sessions_by_user ON sessions(user_id);
+      CREATE INDEX sessions_by_revoked_at ON sessions(revoked_at) WHERE revoked_at IS NOT NULL;
+
+      CREATE TABLE refresh_tokens (
+        token_hash  TEXT PRIMARY KEY,         -- SHA-256 of the token; the token is never stored
+        session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        created_at  INTEGER NOT NULL,
+        expires_at  INTEGER NOT NULL,         -- idle lifetime
+        used_at     INTEGER                   -- set when rotated; a second use is reuse
+      ) STRICT;
+      CREATE INDEX refresh_tokens_by_session ON refresh_tokens(session_id);
+
+      CREATE TABLE api_keys (
+        id           TEXT PRIMARY KEY,
+        name         TEXT NOT NULL UNIQUE,
+        permissions  TEXT NOT NULL,           -- JSON array
+        expires_at   INTEGER,
+        created_at   INTEGER NOT NULL,
+        updated_at   INTEGER NOT NULL,
+        last_used_at INTEGER,
+        disabled_at  INTEGER,
+        revoked_at   INTEGER
+      ) STRICT;
+
+      -- One row per secret a key has had; the lookup id is the non-secret part of the key text.
+      CREATE TABLE api_key_secrets (
+        lookup_id    TEXT PRIMARY KEY,
+        key_id       TEXT NOT NULL REFERENCES api_keys(id) ON DELETE CASCADE,
+        secret_hash  TEXT NOT NULL,           -- argon2id PHC string
+        created_at   INTEGER NOT NULL,
+        retired_at   INTEGER,                 -- set when a rotation replaced this secret
+        grace_until  INTEGER,                 -- the retired secret works until then
+        last_used_at INTEGER,
+        use_count    INTEGER NOT NULL DEFAULT 0
+      ) STRICT;
+      CREATE INDEX api_key_secrets_by_key ON api_key_secrets(key_id);
+
+      CREATE TABLE signing_keys (
+        kid          TEXT PRIMARY KEY,
+        alg          TEXT NOT NULL,
+        public_jwk   TEXT NOT NULL,
+        private_pkcs8 TEXT NOT NULL,
+        created_at   INTEGER NOT NULL,
+        retired_at   INTEGER,                 -- stopped signing
+        publish_until INTEGER                 -- stays in the JWKS until its last token expired
+      ) STRICT;
+      CREATE UNIQUE INDEX signing_keys_one_active ON signing_keys((1)) WHERE retired_at IS NULL;
+    `
+  }
+]
+
+export const LATEST_SCHEMA_VERSION = MIGRATIONS.at(-1)?.version ?? 0
+
+export function migrate (db: Db): void {
+  db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`)
+  const applied = new Set(db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[])
+  const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
+  for (const migration of MIGRATIONS) {
+    if (applied.has(migration.version)) continue
+    // IMMEDIATE: a second process starting at the same time waits instead of applying twice.
+    db.transaction(() => {
+      const again = db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?').get(migration.version)
+      if (again !== undefined) return
+      db.exec(migration.sql)
+      record.run(migration.version, migration.name, Date.now())
+    }).immediate()
+  }
+}

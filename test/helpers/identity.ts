@@ -1,0 +1,68 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { PassThrough } from 'node:stream'
+import { randomBytes } from 'node:crypto'
+import { buildIdentity, type Identity } from '../../identity/app.js'
+import { loadIdentityConfig, type IdentityConfig } from '../../identity/config.js'
+import type { Clock } from '../../identity/services/clock.js'
+
+export interface TestIdentity {
+  identity: Identity
+  config: IdentityConfig
+  publicUrl: string
+  adminUrl: string
+  adminToken: string
+  serviceToken: string
+  databasePath: string
+  /** Every log line both apps wrote, as parsed JSON. */
+  logs: Array<Record<string, unknown>>
+  /** The raw log text, for "no secret appears anywhere" checks. */
+  logText: () => string
+}
+
+interface Teardown { teardown: (fn: () => unknown) => void }
+
+export function tempDir (t: Teardown, prefix = 'portier-'): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+/** A fake clock tests move by hand. */
+export function fakeClock (start = Date.parse('2026-01-01T00:00:00Z')): Clock & { advance: (ms: number) => void } {
+  let now = start
+  return { now: () => now, advance: (ms) => { now += ms } }
+}
+
+/**
+ * Builds identity on a temporary SQLite file and listens on loopback port 0 for both
+ * apps. `env` overrides the defaults (e.g. REDIS_URL, IDENTITY_EVENTS_CHANNEL).
+ */
+export async function startIdentity (t: Teardown, env: Record<string, string> = {}, options: { clock?: Clock, databasePath?: string } = {}): Promise<TestIdentity> {
+  const databasePath = options.databasePath ?? join(tempDir(t), 'identity.db')
+  const adminToken = randomBytes(24).toString('hex')
+  const serviceToken = randomBytes(24).toString('hex')
+  const config = loadIdentityConfig({
+    IDENTITY_DATABASE_PATH: databasePath,
+    IDENTITY_ADMIN_TOKEN: adminToken,
+    IDENTITY_SERVICE_TOKEN: serviceToken,
+    IDENTITY_EVENTS_CHANNEL: `portier:test:${randomBytes(6).toString('hex')}`,
+    LOG_LEVEL: 'info',
+    ...env
+  })
+  const logStream = new PassThrough()
+  let text = ''
+  const logs: Array<Record<string, unknown>> = []
+  logStream.on('data', (chunk: Buffer) => {
+    text += chunk.toString()
+    for (const line of chunk.toString().split('\n')) {
+      if (line.trim() !== '') logs.push(JSON.parse(line) as Record<string, unknown>)
+    }
+  })
+  const identity = await buildIdentity(config, { logStream, ...(options.clock !== undefined ? { clock: options.clock } : {}) })
+  t.teardown(() => identity.close())
+  const publicUrl = await identity.publicApp.listen({ host: '127.0.0.1', port: 0 })
+  const adminUrl = await identity.adminApp.listen({ host: '127.0.0.1', port: 0 })
+  return { identity, config, publicUrl, adminUrl, adminToken, serviceToken, databasePath, logs, logText: () => text }
+}
