@@ -4,7 +4,7 @@ import { Ajv } from 'ajv'
 import addFormats from 'ajv-formats'
 import { randomUUID } from 'node:crypto'
 import { installAcceptCheck } from './accept.js'
-import { installProblemHandlers } from './problem.js'
+import { installProblemHandlers, sendProblem, toProblem } from './problem.js'
 import { installRequestLogging, loggerOptions } from './logger.js'
 
 export interface HttpAppOptions {
@@ -38,11 +38,16 @@ export function createHttpApp (options: HttpAppOptions) {
     trustProxy: options.trustProxy ?? false,
     return503OnClosing: true,
     requestIdHeader: false,
+    // Errors raised before routing (a malformed URL) get the same problem+json answer.
+    frameworkErrors: (error, request, reply) => { sendProblem(reply, toProblem(error, request)) },
     genReqId: (req) => {
       const presented = req.headers['x-request-id']
       return typeof presented === 'string' && REQUEST_ID_PATTERN.test(presented) ? presented : randomUUID()
     }
   }).withTypeProvider<TypeBoxTypeProvider>()
+
+  // Fastify parses text/plain by default; every Portier body is JSON, so anything else is a 415.
+  app.removeContentTypeParser('text/plain')
 
   const bodyAjv = newAjv(false)
   const partsAjv = newAjv('array')

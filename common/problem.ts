@@ -53,6 +53,8 @@ export function defineProblem (code: string, status: number, title: string, deta
   const ErrorClass = createError(code, detailTemplate, status)
   const factory = (detailArgs: unknown[] = [], extras: ProblemExtras = {}): PortierProblem => {
     const error = new ErrorClass(...detailArgs) as PortierProblem
+    // @fastify/error upper-cases codes; the public contract uses lower-case snake_case ones.
+    error.code = code
     error.title = title
     if (extras.extensions !== undefined) error.extensions = extras.extensions
     const headers = { ...defaultHeaders, ...extras.headers }
@@ -65,7 +67,9 @@ export function defineProblem (code: string, status: number, title: string, deta
 /** Problems every service shares: framework-level failures. */
 export const CommonProblems = {
   validationFailed: defineProblem('validation_failed', 400, 'Request validation failed', '%s'),
-  malformedJson: defineProblem('malformed_json', 400, 'Malformed JSON body', 'The request body is not valid JSON.'),
+  malformedJson: defineProblem('malformed_json', 400, 'Malformed JSON body',
+    'The request body is not valid JSON, or it has a forbidden member name (__proto__, constructor.prototype).'),
+  malformedUrl: defineProblem('malformed_url', 400, 'Malformed URL', 'The request path is not a valid URL.'),
   emptyBody: defineProblem('empty_body', 400, 'Empty request body', 'A JSON body is required.'),
   notFound: defineProblem('not_found', 404, 'Not found', 'No route matches %s %s.'),
   notAcceptable: defineProblem('not_acceptable', 406, 'Not acceptable', 'This API answers application/json only.'),
@@ -78,13 +82,15 @@ export const CommonProblems = {
 /** Fastify's own error codes, translated at this one boundary. */
 const FASTIFY_CODES: Record<string, (error: FastifyError, request: FastifyRequest) => PortierProblem> = {
   FST_ERR_CTP_INVALID_JSON_BODY: () => CommonProblems.malformedJson(),
+  FST_ERR_BAD_URL: () => CommonProblems.malformedUrl(),
   FST_ERR_CTP_EMPTY_JSON_BODY: () => CommonProblems.emptyBody(),
   FST_ERR_CTP_BODY_TOO_LARGE: (_e, request) => CommonProblems.bodyTooLarge([request.routeOptions.bodyLimit]),
   FST_ERR_CTP_INVALID_MEDIA_TYPE: () => CommonProblems.unsupportedMediaType(),
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => CommonProblems.validationFailed(['Content-Length does not match the body.'])
 }
 
-function isPortierProblem (error: unknown): error is PortierProblem {
+/** True for the problems `defineProblem` creates (what services throw for expected outcomes). */
+export function isPortierProblem (error: unknown): error is PortierProblem {
   return error instanceof Error && typeof (error as PortierProblem).title === 'string' &&
     typeof (error as PortierProblem).statusCode === 'number'
 }

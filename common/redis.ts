@@ -1,16 +1,18 @@
-import { Redis } from 'ioredis'
+import { Redis, type RedisOptions } from 'ioredis'
 
 /**
  * One place that opens Redis connections. Commands fail fast while disconnected
  * (no offline queue) so that a Redis outage degrades to the fallbacks instead of
- * stalling requests; ioredis keeps reconnecting in the background.
+ * stalling requests; ioredis keeps reconnecting in the background. `overrides` are
+ * ioredis options for one caller's needs (the CLI's quick exit).
  */
-export function createRedis (url: string): Redis {
+export function createRedis (url: string, overrides: RedisOptions = {}): Redis {
   return new Redis(url, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
     lazyConnect: false,
-    retryStrategy: (attempt) => Math.min(attempt * 100, 2_000)
+    retryStrategy: (attempt) => Math.min(attempt * 100, 2_000),
+    ...overrides
   })
 }
 

@@ -4,8 +4,7 @@ import { createMemoryEventBus, createRedisEventBus, type EventBus } from '../com
 import { createHttpApp } from '../common/http-app.js'
 import { createRedis, waitForRedis } from '../common/redis.js'
 import type { IdentityConfig } from './config.js'
-import { IdentityProblems } from './errors.js'
-import { guardWithCredential } from './routes/admin/credential-guard.js'
+import { guardAdminListener } from './routes/admin/credential-guard.js'
 import { adminApiKeyRoutes } from './routes/admin/api-keys.js'
 import { adminRoleRoutes } from './routes/admin/roles.js'
 import { adminSessionRoutes } from './routes/admin/sessions.js'
@@ -13,6 +12,7 @@ import { adminSigningKeyRoutes } from './routes/admin/signing-keys.js'
 import { adminUserRoutes } from './routes/admin/users.js'
 import { keysVerifyRoutes } from './routes/internal/keys-verify.js'
 import { sessionsRevokedRoutes } from './routes/internal/sessions-revoked.js'
+import { healthRoutes } from './routes/health.js'
 import { jwksRoutes } from './routes/public/jwks.js'
 import { sessionRoutes } from './routes/public/sessions.js'
 import { tokenRoutes } from './routes/public/tokens.js'
@@ -73,24 +73,17 @@ export async function buildIdentity (config: IdentityConfig, options: BuildIdent
     : await connectEvents(config, publicApp.log)
   const services = await createIdentityServices(config, { db, events, clock: options.clock ?? systemClock })
 
+  await publicApp.register(healthRoutes)
   await publicApp.register(sessionRoutes, { services })
   await publicApp.register(tokenRoutes, { services })
   await publicApp.register(jwksRoutes, { services })
 
-  await adminApp.register(async (admin) => {
-    guardWithCredential(admin as unknown as FastifyInstance, config.adminToken, () => IdentityProblems.adminUnauthorized())
-    await admin.register(adminUserRoutes, { services })
-    await admin.register(adminRoleRoutes, { services })
-    await admin.register(adminApiKeyRoutes, { services })
-    await admin.register(adminSessionRoutes, { services })
-    await admin.register(adminSigningKeyRoutes, { services })
-  })
-  await adminApp.register(async (internal) => {
-    guardWithCredential(internal as unknown as FastifyInstance, config.serviceToken, () => IdentityProblems.serviceUnauthorized())
-    await internal.register(keysVerifyRoutes, { services })
-    await internal.register(sessionsRevokedRoutes, { services })
-  })
-  adminApp.get('/healthz', async () => ({ status: 'ok' }))
+  guardAdminListener(adminApp as unknown as FastifyInstance, config)
+  for (const routes of [adminUserRoutes, adminRoleRoutes, adminApiKeyRoutes, adminSessionRoutes, adminSigningKeyRoutes,
+    keysVerifyRoutes, sessionsRevokedRoutes]) {
+    await adminApp.register(routes, { services })
+  }
+  await adminApp.register(healthRoutes)
 
   let closed = false
   return {

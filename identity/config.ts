@@ -17,7 +17,7 @@ export const IdentityEnvSchema = Type.Object({
   IDENTITY_EVENTS_CHANNEL: Type.String({ minLength: 1, default: 'portier:events', description: 'Redis pub/sub channel for invalidation events.' }),
   IDENTITY_ISSUER: Type.String({ minLength: 1, default: 'portier-identity', description: 'The `iss` of access tokens.' }),
   IDENTITY_AUDIENCE: Type.String({ minLength: 1, default: 'portier-gateway', description: 'The `aud` of access tokens.' }),
-  IDENTITY_SIGNING_ALG: Type.Union([Type.Literal('EdDSA'), Type.Literal('ES256')], { default: 'EdDSA', description: 'Algorithm of new signing keys (each key keeps its own).' }),
+  IDENTITY_SIGNING_ALG: Type.Enum(['EdDSA', 'ES256'] as const, { default: 'EdDSA', description: 'Algorithm of new signing keys (each key keeps its own).' }),
   IDENTITY_REFRESH_IDLE_SECONDS: Type.Integer({ minimum: 60, default: 1_209_600, description: 'A refresh token unused this long expires (14 days).' }),
   IDENTITY_SESSION_MAX_SECONDS: Type.Integer({ minimum: 600, default: 2_592_000, description: 'Absolute session lifetime (30 days).' }),
   IDENTITY_REFRESH_REUSE_GRACE_SECONDS: Type.Integer({ minimum: 0, maximum: 60, default: 0, description: 'Reuse of a just-rotated refresh token within this window is refused without revoking the session (0: every reuse revokes).' }),
@@ -37,6 +37,15 @@ export const IdentityEnvSchema = Type.Object({
 
 type IdentityEnv = Static<typeof IdentityEnvSchema>
 
+/**
+ * The CLI's environment: the same schema without the two HTTP credentials. The CLI
+ * opens the database itself, so whoever may run it is already trusted by the file
+ * system; the server still requires both.
+ */
+export const IdentityCliEnvSchema = Type.Omit(IdentityEnvSchema, ['IDENTITY_ADMIN_TOKEN', 'IDENTITY_SERVICE_TOKEN'])
+
+type IdentityCliEnv = Static<typeof IdentityCliEnvSchema>
+
 /** Access tokens live 600 s: this is the contract (`expires_in: 600`), not an option. */
 export const ACCESS_TOKEN_TTL_SECONDS = 600
 /** OWASP's argon2id equivalences all have memory × iterations ≥ 35840 KiB. */
@@ -44,14 +53,13 @@ const OWASP_MIN_MEMORY_TIMES_ITERATIONS = 35_840
 
 export interface Argon2Params { memoryCost: number, timeCost: number, parallelism: number }
 
-export interface IdentityConfig {
+/** Everything but the HTTP credentials: what the services and the CLI need. */
+export interface IdentityCoreConfig {
   host: string
   port: number
   adminHost: string
   adminPort: number
   databasePath: string
-  adminToken: string
-  serviceToken: string
   redisUrl: string | undefined
   eventsChannel: string
   issuer: string
@@ -69,28 +77,29 @@ export interface IdentityConfig {
   logLevel: string
 }
 
+export interface IdentityConfig extends IdentityCoreConfig {
+  adminToken: string
+  serviceToken: string
+}
+
 function parseTrustProxy (value: string): boolean | string {
   if (value === 'false') return false
   if (value === 'true') return true
   return value
 }
 
-/** Reads and validates identity's environment; throws a ConfigError naming every bad variable. */
-export function loadIdentityConfig (env: Record<string, string | undefined> = process.env): Readonly<IdentityConfig> {
-  const e = validateConfig<IdentityEnv>(IdentityEnvSchema, env, 'identity environment')
+function coreConfig (e: IdentityCliEnv): IdentityCoreConfig {
   if (e.IDENTITY_ARGON2_MEMORY_KIB * e.IDENTITY_ARGON2_TIME_COST < OWASP_MIN_MEMORY_TIMES_ITERATIONS) {
     throw new ConfigError('identity environment', [
       `IDENTITY_ARGON2_MEMORY_KIB × IDENTITY_ARGON2_TIME_COST: must be at least ${OWASP_MIN_MEMORY_TIMES_ITERATIONS} (OWASP: 19456 KiB × 2, 12288 × 3, 9216 × 4 or 7168 × 5)`
     ])
   }
-  return Object.freeze({
+  return {
     host: e.IDENTITY_HOST,
     port: e.IDENTITY_PORT,
     adminHost: e.IDENTITY_ADMIN_HOST,
     adminPort: e.IDENTITY_ADMIN_PORT,
     databasePath: e.IDENTITY_DATABASE_PATH,
-    adminToken: e.IDENTITY_ADMIN_TOKEN,
-    serviceToken: e.IDENTITY_SERVICE_TOKEN,
     redisUrl: e.REDIS_URL,
     eventsChannel: e.IDENTITY_EVENTS_CHANNEL,
     issuer: e.IDENTITY_ISSUER,
@@ -115,5 +124,19 @@ export function loadIdentityConfig (env: Record<string, string | undefined> = pr
     bodyLimitBytes: e.IDENTITY_BODY_LIMIT_BYTES,
     trustProxy: parseTrustProxy(e.IDENTITY_TRUST_PROXY),
     logLevel: e.LOG_LEVEL
-  })
+  }
+}
+
+/** Reads and validates identity's environment; throws a ConfigError naming every bad variable. */
+export function loadIdentityConfig (env: Record<string, string | undefined> = process.env): Readonly<IdentityConfig> {
+  const e = validateConfig<IdentityEnv>(IdentityEnvSchema, env, 'identity environment')
+  return Object.freeze({ ...coreConfig(e), adminToken: e.IDENTITY_ADMIN_TOKEN, serviceToken: e.IDENTITY_SERVICE_TOKEN })
+}
+
+/**
+ * The CLI's configuration: validated like the server's, but IDENTITY_ADMIN_TOKEN and
+ * IDENTITY_SERVICE_TOKEN are neither required nor read.
+ */
+export function loadIdentityCliConfig (env: Record<string, string | undefined> = process.env): Readonly<IdentityCoreConfig> {
+  return Object.freeze(coreConfig(validateConfig<IdentityCliEnv>(IdentityCliEnvSchema, env, 'identity environment')))
 }

@@ -20,6 +20,12 @@ export const RoleName = Type.String({ pattern: '^[a-z][a-z0-9_-]{0,63}$' })
 export const KeyName = Type.String({ minLength: 1, maxLength: 100, pattern: '^[^\\u0000-\\u001f\\u007f]+$' })
 export const Id = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_]+$' })
 export const IdParams = Type.Object({ id: Id }, closed)
+/** Most roles one user may hold. */
+export const MAX_ROLES_PER_USER = 64
+/** Longest grace an operator may give an old secret after a rotation: 90 days. */
+export const GraceSeconds = Type.Integer({ minimum: 0, maximum: 7_776_000 })
+/** Page size of session listings. */
+export const SessionListLimit = Type.Integer({ minimum: 1, maximum: 1000, default: 100 })
 
 export const TokenSet = Type.Object({
   token_type: Type.Literal('Bearer'),

@@ -1,5 +1,5 @@
 import type { EventBus } from '../../common/event-bus.js'
-import { ACCESS_TOKEN_TTL_SECONDS, type IdentityConfig } from '../config.js'
+import { ACCESS_TOKEN_TTL_SECONDS, type IdentityCoreConfig } from '../config.js'
 import type { Db } from '../store/database.js'
 import { createApiKeysStore } from '../store/api-keys-store.js'
 import { createRolesStore } from '../store/roles-store.js'
@@ -31,7 +31,7 @@ export interface IdentityServices {
   permissionsOf: (userId: string) => string[]
 }
 
-export async function createIdentityServices (config: IdentityConfig, deps: { db: Db, events: EventBus, clock: Clock }): Promise<IdentityServices> {
+export async function createIdentityServices (config: IdentityCoreConfig, deps: { db: Db, events: EventBus, clock: Clock }): Promise<IdentityServices> {
   const { db, events, clock } = deps
   const usersStore = createUsersStore(db)
   const rolesStore = createRolesStore(db)

@@ -91,7 +91,8 @@ export function createSessions (options: SessionsOptions) {
     const problem = unusable(session, now)
     if (problem !== null || session === null) return { ok: false, problem: problem ?? IdentityProblems.refreshTokenInvalid() }
     if (token.usedAt !== null) {
-      if (now - token.usedAt <= options.refreshReuseGraceSeconds * 1000) {
+      // A grace of 0 means every reuse revokes, even one in the same millisecond.
+      if (options.refreshReuseGraceSeconds > 0 && now - token.usedAt <= options.refreshReuseGraceSeconds * 1000) {
         return { ok: false, problem: IdentityProblems.refreshTokenSuperseded() }
       }
       store.revoke(session.id, 'refresh_token_reuse', now)
@@ -116,7 +117,8 @@ export function createSessions (options: SessionsOptions) {
     return { id, refreshToken: newRefreshToken(id, now) }
   })
 
-  const revokeAllOfUser = db.transaction((userId: string, reason: string, now: number): string[] => {
+  const revokeAllOfUser = db.transaction((userId: string, reason: string, now: number, alongside?: () => void): string[] => {
+    alongside?.()
     const ids = store.liveIdsOfUser(userId, now)
     for (const id of ids) store.revoke(id, reason, now)
     return ids
@@ -162,8 +164,10 @@ export function createSessions (options: SessionsOptions) {
       return session
     },
 
-    list (filter: { userId?: string, limit: number }): SessionRecord[] {
-      return filter.userId !== undefined ? store.listByUser(filter.userId) : store.listAll(filter.limit)
+    /** Newest first; without a limit, all of them. */
+    list (filter: { userId?: string, limit?: number }): SessionRecord[] {
+      const limit = filter.limit ?? -1
+      return filter.userId !== undefined ? store.listByUser(filter.userId, limit) : store.listAll(limit)
     },
 
     async revoke (id: string, reason: string): Promise<SessionRecord> {
@@ -172,8 +176,12 @@ export function createSessions (options: SessionsOptions) {
       return this.get(id)
     },
 
-    async revokeAllOfUser (userId: string, reason: string): Promise<string[]> {
-      const ids = revokeAllOfUser(userId, reason, clock.now())
+    /**
+     * Ends every live session of a user. `alongside` is a change to the user that
+     * must commit in the same transaction (a new password, disabling).
+     */
+    async revokeAllOfUser (userId: string, reason: string, alongside?: () => void): Promise<string[]> {
+      const ids = revokeAllOfUser(userId, reason, clock.now(), alongside)
       await announceRevoked(ids, userId, reason)
       return ids
     },

@@ -71,8 +71,8 @@ export function createUsers (options: UsersOptions) {
     /** A password change ends every session of the user. */
     async changePassword (id: string, password: string): Promise<UserRecord> {
       get(id)
-      store.setPassword(id, await hasher.hash(password), clock.now())
-      await sessions.revokeAllOfUser(id, 'password_changed')
+      const passwordHash = await hasher.hash(password)
+      await sessions.revokeAllOfUser(id, 'password_changed', () => { store.setPassword(id, passwordHash, clock.now()) })
       return get(id)
     },
 
@@ -85,9 +85,10 @@ export function createUsers (options: UsersOptions) {
     async setDisabled (id: string, disabled: boolean): Promise<UserRecord> {
       const user = get(id)
       if ((user.disabledAt !== null) === disabled) return user
-      store.setDisabled(id, disabled ? clock.now() : null, clock.now())
+      const change = (): void => { store.setDisabled(id, disabled ? clock.now() : null, clock.now()) }
+      if (disabled) await sessions.revokeAllOfUser(id, 'user_disabled', change)
+      else change()
       await events.publish({ type: disabled ? 'user.disabled' : 'user.enabled', userId: id, at: at() })
-      if (disabled) await sessions.revokeAllOfUser(id, 'user_disabled')
       return get(id)
     }
   }

@@ -57,7 +57,7 @@ export function createSessionsStore (db: Db) {
     insert: db.prepare(`INSERT INTO sessions (id, user_id, ip_address, user_agent, created_at, last_used_at, expires_at)
       VALUES (@id, @userId, @ipAddress, @userAgent, @createdAt, @createdAt, @expiresAt)`),
     byId: db.prepare('SELECT * FROM sessions WHERE id = ?'),
-    byUser: db.prepare('SELECT * FROM sessions WHERE user_id = ? ORDER BY created_at DESC, id'),
+    byUser: db.prepare('SELECT * FROM sessions WHERE user_id = ? ORDER BY created_at DESC, id LIMIT ?'),
     all: db.prepare('SELECT * FROM sessions ORDER BY created_at DESC, id LIMIT ?'),
     touch: db.prepare('UPDATE sessions SET last_used_at = ? WHERE id = ?'),
     revoke: db.prepare('UPDATE sessions SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL'),
@@ -75,7 +75,8 @@ export function createSessionsStore (db: Db) {
       statements.insert.run(session)
     },
     byId: (id: string) => toSession(statements.byId.get(id) as SessionRow | undefined),
-    listByUser: (userId: string) => (statements.byUser.all(userId) as SessionRow[]).map((r) => toSession(r) as SessionRecord),
+    /** Newest first; a negative limit means all (SQLite's LIMIT -1). */
+    listByUser: (userId: string, limit: number) => (statements.byUser.all(userId, limit) as SessionRow[]).map((r) => toSession(r) as SessionRecord),
     listAll: (limit: number) => (statements.all.all(limit) as SessionRow[]).map((r) => toSession(r) as SessionRecord),
     touch: (id: string, now: number) => { statements.touch.run(now, id) },
     /** True when this call revoked it (false if it already was). */

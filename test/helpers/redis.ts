@@ -26,6 +26,7 @@ async function waitUntilPingable (url: string, timeoutMs: number): Promise<void>
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+    client.on('error', () => {}) // refused while the server starts: expected, retried below
     try {
       await client.connect()
       await client.ping()

@@ -1,14 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { ApiKeyView, CreatedKeyView, IdParams, KeyName, NullableTimestamp, Permissions } from '../../schemas.js'
+import { ApiKeyView, CreatedKeyView, GraceSeconds, IdParams, KeyName, NullableTimestamp, Permissions } from '../../schemas.js'
 import type { IdentityServices } from '../../services/index.js'
 import type { CreatedKey } from '../../services/api-keys.js'
 import { apiKeyView } from '../../views.js'
 
 const closed = { additionalProperties: false } as const
 const KeyAnswer = Type.Object({ api_key: ApiKeyView, warnings: Type.Optional(Type.Array(Type.String())) })
-/** Longest grace an operator may give an old secret: 90 days. */
-const MAX_GRACE_SECONDS = 7_776_000
 
 const toMs = (iso: string | null): number | null => (iso === null ? null : Date.parse(iso))
 
@@ -70,9 +68,11 @@ export const adminApiKeyRoutes: FastifyPluginAsyncTypebox<{ services: IdentitySe
     schema: {
       summary: 'Issue a new secret; the old one works for the grace period (the full key is in this answer only)',
       params: IdParams,
-      body: Type.Optional(Type.Object({ grace_seconds: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_GRACE_SECONDS })) }, closed)),
+      body: Type.Optional(Type.Object({ grace_seconds: Type.Optional(GraceSeconds) }, closed)),
       response: { 200: CreatedKeyView }
-    }
+    },
+    // The body is optional: a bare POST rotates with the default grace period.
+    preValidation: (request, _reply, done) => { request.body ??= {}; done() }
   }, async (request, reply) => {
     const result = await apiKeys.rotate(request.params.id, request.body?.grace_seconds)
     return reply.header('cache-control', 'no-store').send(created(result))

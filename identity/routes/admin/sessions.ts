@@ -1,10 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { Id, IdParams, SessionView } from '../../schemas.js'
+import { Id, IdParams, SessionListLimit, SessionView } from '../../schemas.js'
 import type { IdentityServices } from '../../services/index.js'
 import { sessionView } from '../../views.js'
-
-const DEFAULT_LIST_LIMIT = 100
 
 /** /admin/sessions: list (optionally by user) and revoke one. */
 export const adminSessionRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServices }> = async (app, { services }) => {
@@ -15,7 +13,7 @@ export const adminSessionRoutes: FastifyPluginAsyncTypebox<{ services: IdentityS
       summary: 'List sessions, newest first',
       querystring: Type.Object({
         user_id: Type.Optional(Id),
-        limit: Type.Integer({ minimum: 1, maximum: 1000, default: DEFAULT_LIST_LIMIT })
+        limit: SessionListLimit
       }, { additionalProperties: false }),
       response: { 200: Type.Object({ sessions: Type.Array(SessionView) }) }
     }

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { Email, IdParams, Password, RoleName, SessionView, UserView } from '../../schemas.js'
+import { Email, IdParams, MAX_ROLES_PER_USER, Password, RoleName, SessionView, UserView } from '../../schemas.js'
 import type { IdentityServices } from '../../services/index.js'
 import { sessionView, userView } from '../../views.js'
 
@@ -15,7 +15,7 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServ
   app.post('/admin/users', {
     schema: {
       summary: 'Create a user',
-      body: Type.Object({ email: Email, password: Password, roles: Type.Array(RoleName, { default: [], maxItems: 64 }) }, closed),
+      body: Type.Object({ email: Email, password: Password, roles: Type.Array(RoleName, { default: [], maxItems: MAX_ROLES_PER_USER }) }, closed),
       response: { 201: UserAnswer }
     }
   }, async (request, reply) => reply.code(201).send(view(await users.create(request.body))))
@@ -32,7 +32,7 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServ
     schema: {
       summary: "Replace a user's roles",
       params: IdParams,
-      body: Type.Object({ roles: Type.Array(RoleName, { maxItems: 64 }) }, closed),
+      body: Type.Object({ roles: Type.Array(RoleName, { maxItems: MAX_ROLES_PER_USER }) }, closed),
       response: { 200: UserAnswer }
     }
   }, async (request) => view(await users.setRoles(request.params.id, request.body.roles)))
@@ -60,7 +60,7 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServ
     schema: { summary: "List a user's sessions", params: IdParams, response: { 200: Type.Object({ sessions: Type.Array(SessionView) }) } }
   }, async (request) => {
     users.get(request.params.id)
-    return { sessions: sessions.list({ userId: request.params.id, limit: 0 }).map((s) => sessionView(s, clock.now())) }
+    return { sessions: sessions.list({ userId: request.params.id }).map((s) => sessionView(s, clock.now())) }
   })
 
   app.delete('/admin/users/:id/sessions', {

@@ -1,0 +1,49 @@
+import type { Command } from 'commander'
+import type { CliIo } from '../../cli/io.js'
+import { Permissions, RoleName } from '../schemas.js'
+import { roleView } from '../views.js'
+import { identityAction } from './context.js'
+import { checked, checkedArgument, parseList, PERMISSIONS_HINT } from './input.js'
+
+/** `portier roles …`: the operations of /admin/roles. */
+export function registerRoleCommands (program: Command, io: CliIo): void {
+  const roles = program.command('roles').description('roles and the permissions they grant (resource:action, resource:*, *)')
+
+  roles.command('set')
+    .description("create a role or replace its permissions")
+    .argument('<name>', 'role name (lower case, digits, - and _)')
+    .requiredOption('--permissions <list>', 'comma-separated permissions, e.g. users:list,tasks:* (quote * in the shell)')
+    .action(identityAction<{ permissions: string }>(io, async ({ args, options, services }) => {
+      const name = checkedArgument(RoleName, args[0], 'name')
+      const permissions = checked(Permissions, parseList(options.permissions), '--permissions', PERMISSIONS_HINT)
+      const s = await services()
+      return { body: { role: roleView(await s.roles.set(name, permissions)) } }
+    }))
+
+  roles.command('list')
+    .description('list roles')
+    .action(identityAction(io, async ({ services }) => {
+      const s = await services()
+      return { body: { roles: s.roles.list().map(roleView) }, columns: { roles: ['name', 'permissions', 'updated_at'] } }
+    }))
+
+  roles.command('show')
+    .description('show a role')
+    .argument('<name>', 'role name')
+    .action(identityAction(io, async ({ args, services }) => {
+      const name = checkedArgument(RoleName, args[0], 'name')
+      const s = await services()
+      return { body: { role: roleView(s.roles.get(name)) } }
+    }))
+
+  roles.command('delete')
+    .description('delete a role no user holds')
+    .argument('<name>', 'role name')
+    .action(identityAction(io, async ({ args, services }) => {
+      const name = checkedArgument(RoleName, args[0], 'name')
+      const s = await services()
+      await s.roles.remove(name)
+      // The admin route answers 204; a script still gets one JSON document.
+      return { body: { deleted: { role: name } } }
+    }))
+}

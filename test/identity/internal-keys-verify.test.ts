@@ -1,0 +1,195 @@
+import t, { type Test } from 'tap'
+import { createHash } from 'node:crypto'
+import { generateApiKey, parseApiKey } from '../../common/api-key-format.js'
+import { bytesToBase62, randomBase62 } from '../../common/random.js'
+import { fakeClock, startIdentity, type TestIdentity } from '../helpers/identity.js'
+import { adminClient, http, type HttpAnswer } from '../helpers/http.js'
+
+/**
+ * POST /internal/keys/verify: the gateway's cache-miss path. A valid key answers its
+ * id, name, permissions and expiry; an invalid one a reason. Malformed text is
+ * refused from the format alone, without touching the database.
+ */
+
+const START = Date.parse('2026-01-01T00:00:00Z')
+const HOUR_MS = 3_600_000
+const iso = (ms: number): string => new Date(ms).toISOString()
+
+function assertProblem (t: Test, answer: HttpAnswer, status: number, code: string, label = code): void {
+  t.equal(answer.status, status, `${label}: status ${status}`, { body: answer.text })
+  t.match(answer.headers['content-type'], /^application\/problem\+json/, `${label}: problem+json`)
+  t.match(answer.body, { type: `urn:portier:problem:${code}`, title: String, status, detail: String, code }, `${label}: ${code}`)
+}
+
+/**
+ * A well-formed key text: the checksum recomputed the way common/api-key-format.ts
+ * does (SHA-256 of everything before it, first 8 bytes, 6 base62 characters).
+ */
+function withChecksum (body: string): string {
+  return `${body}${bytesToBase62(createHash('sha256').update(body).digest().subarray(0, 8), 6)}`
+}
+
+interface Setup extends TestIdentity {
+  clock: ReturnType<typeof fakeClock>
+  admin: ReturnType<typeof adminClient>
+  verifyAnswer: (key: unknown) => Promise<HttpAnswer>
+  verify: (key: string) => Promise<Record<string, any>>
+  create: (body: Record<string, unknown>) => Promise<{ id: string, key: string }>
+}
+
+async function setup (t: Test): Promise<Setup> {
+  const clock = fakeClock(START)
+  const identity = await startIdentity(t, {}, { clock })
+  const admin = adminClient(identity.adminUrl, identity.adminToken)
+  const verifyAnswer = async (key: unknown): Promise<HttpAnswer> =>
+    await http(`${identity.adminUrl}/internal/keys/verify`, { bearer: identity.serviceToken, body: { key } })
+  return {
+    ...identity,
+    clock,
+    admin,
+    verifyAnswer,
+    async verify (key) {
+      const answer = await verifyAnswer(key)
+      t.equal(answer.status, 200, 'status 200', { body: answer.text })
+      t.match(answer.headers['content-type'], /^application\/json/)
+      t.equal(answer.headers['cache-control'], 'no-store', 'verification answers are not cached by intermediaries')
+      return answer.body
+    },
+    async create (body) {
+      const answer = await admin('POST', '/admin/keys', body)
+      t.equal(answer.status, 201, 'status 201', { body: answer.text })
+      return { id: answer.body.api_key.id, key: answer.body.key }
+    }
+  }
+}
+
+/** Malformed presentations of `key` (a real, valid key). */
+function malformedVariants (key: string): Array<[label: string, text: string]> {
+  const lastChar = key.at(-1) === 'A' ? 'B' : 'A'
+  const secretStart = 'ptk_'.length + 12 + 1
+  const typo = key[secretStart] === 'x' ? 'y' : 'x'
+  const body = key.slice(0, -6)
+  return [
+    ['bad checksum', `${key.slice(0, -1)}${lastChar}`],
+    ['a typo in the secret', `${key.slice(0, secretStart)}${typo}${key.slice(secretStart + 1)}`],
+    ['wrong prefix (checksum recomputed)', withChecksum(`ptx_${body.slice(4)}`)],
+    ['upper-case prefix (checksum recomputed)', withChecksum(`PTK_${body.slice(4)}`)],
+    ['no prefix', key.slice(4)],
+    ['a character outside base62 (checksum recomputed)', withChecksum(`${body.slice(0, -1)}-`)],
+    ['one character short', key.slice(0, -1)],
+    ['one character long', `${key}A`],
+    ['surrounding space', ` ${key}`],
+    ['garbage', 'hello'],
+    ['empty', ''],
+    ['only the prefix', 'ptk_'],
+    ['a JWT-looking string', 'eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJ4In0.c2ln'],
+    ['1024 characters', 'k'.repeat(1024)]
+  ]
+}
+
+t.test('happy: a valid key answers its id, name, permissions and expiry', async (t) => {
+  const s = await setup(t)
+  const expiring = await s.create({ name: 'billing', permissions: ['users:read', 'tasks:*'], expires_at: iso(START + HOUR_MS) })
+  t.same(await s.verify(expiring.key), {
+    valid: true,
+    key: { id: expiring.id, name: 'billing', permissions: ['tasks:*', 'users:read'], expires_at: iso(START + HOUR_MS) },
+    deprecation: null
+  })
+  const forever = await s.create({ name: 'forever', permissions: ['*'] })
+  t.same(await s.verify(forever.key), {
+    valid: true,
+    key: { id: forever.id, name: 'forever', permissions: ['*'], expires_at: null },
+    deprecation: null
+  })
+})
+
+t.test('malformed: refused from the format alone', async (t) => {
+  const s = await setup(t)
+  const { id, key } = await s.create({ name: 'k', permissions: [], expires_at: iso(START + HOUR_MS) })
+  for (const [label, text] of malformedVariants(key)) {
+    t.equal(parseApiKey(text), null, `${label}: really malformed`)
+    t.same(await s.verify(text), { valid: false, reason: 'malformed' }, label)
+  }
+  t.match(await s.verify(key), { valid: true }, 'the real key still works')
+  t.match((await s.admin('GET', `/admin/keys/${id}`)).body.api_key.secrets, [{ use_count: 1 }], 'only the real use counted')
+})
+
+t.test('malformed: answered without touching the database', async (t) => {
+  const s = await setup(t)
+  const { key } = await s.create({ name: 'k', permissions: [], expires_at: iso(START + HOUR_MS) })
+  s.identity.db.close()
+  for (const [label, text] of malformedVariants(key)) {
+    t.same(await s.verify(text), { valid: false, reason: 'malformed' }, `${label}, database closed`)
+  }
+  // The database really is closed: a well-formed key, which needs a lookup, now fails.
+  for (const text of [key, generateApiKey().key]) {
+    const answer = await s.verifyAnswer(text)
+    assertProblem(t, answer, 500, 'internal_error', 'a well-formed key with the database closed')
+    t.notOk(answer.text.includes('database') || answer.text.includes('SQL'), 'no internals in the answer')
+  }
+})
+
+t.test('unknown: a well-formed key that was never issued', async (t) => {
+  const s = await setup(t)
+  await s.create({ name: 'k', permissions: [], expires_at: iso(START + HOUR_MS) })
+  const stranger = generateApiKey().key
+  t.not(parseApiKey(stranger), null, 'well-formed')
+  t.same(await s.verify(stranger), { valid: false, reason: 'unknown' })
+})
+
+t.test('wrong_secret: a real lookup id with another secret', async (t) => {
+  const s = await setup(t)
+  const { id, key } = await s.create({ name: 'k', permissions: ['users:list'], expires_at: iso(START + HOUR_MS) })
+  const { lookupId, secret } = parseApiKey(key) as { lookupId: string, secret: string }
+  const forged = withChecksum(`ptk_${lookupId}_${randomBase62(43)}`)
+  t.not(parseApiKey(forged), null, 'the forgery is well-formed, so only the hash can tell')
+  t.not(parseApiKey(forged)?.secret, secret)
+  t.same(await s.verify(forged), { valid: false, reason: 'wrong_secret' })
+  const shown = (await s.admin('GET', `/admin/keys/${id}`)).body.api_key
+  t.equal(shown.last_used_at, null, 'a wrong secret is not a use')
+  t.match(shown.secrets, [{ use_count: 0 }])
+  t.match(await s.verify(key), { valid: true })
+})
+
+t.test('expired: at expires_at the key stops working', async (t) => {
+  const s = await setup(t)
+  const { key } = await s.create({ name: 'k', permissions: [], expires_at: iso(START + HOUR_MS) })
+  s.clock.advance(HOUR_MS - 1)
+  t.match(await s.verify(key), { valid: true }, '1 ms before')
+  s.clock.advance(1)
+  t.same(await s.verify(key), { valid: false, reason: 'expired' }, 'at expires_at')
+  s.clock.advance(HOUR_MS)
+  t.same(await s.verify(key), { valid: false, reason: 'expired' }, 'later')
+})
+
+t.test('revoked and disabled keys', async (t) => {
+  const s = await setup(t)
+  const revoked = await s.create({ name: 'revoked', permissions: [], expires_at: iso(START + HOUR_MS) })
+  const disabled = await s.create({ name: 'disabled', permissions: [], expires_at: iso(START + HOUR_MS) })
+  t.equal((await s.admin('POST', `/admin/keys/${revoked.id}/revoke`)).status, 200)
+  t.equal((await s.admin('POST', `/admin/keys/${disabled.id}/disable`)).status, 200)
+  t.same(await s.verify(revoked.key), { valid: false, reason: 'revoked' })
+  t.same(await s.verify(disabled.key), { valid: false, reason: 'disabled' })
+  t.equal((await s.admin('POST', `/admin/keys/${disabled.id}/enable`)).status, 200)
+  t.match(await s.verify(disabled.key), { valid: true, key: { id: disabled.id } }, 'enabled again')
+})
+
+t.test('error: bad bodies and credentials', async (t) => {
+  const s = await setup(t)
+  for (const [label, body] of [
+    ['no key', {}],
+    ['a number', { key: 12345 }],
+    ['null', { key: null }],
+    ['an unknown member', { key: 'hello', debug: true }],
+    ['over 1024 characters', { key: 'k'.repeat(1025) }]
+  ] as Array<[string, unknown]>) {
+    assertProblem(t, await http(`${s.adminUrl}/internal/keys/verify`, { bearer: s.serviceToken, body }), 400, 'validation_failed', label)
+  }
+  assertProblem(t, await http(`${s.adminUrl}/internal/keys/verify`, { bearer: s.serviceToken, body: 'key=abc', headers: { 'content-type': 'text/plain' } }),
+    415, 'unsupported_media_type')
+  const { key } = await s.create({ name: 'k', permissions: [], expires_at: iso(START + HOUR_MS) })
+  assertProblem(t, await http(`${s.adminUrl}/internal/keys/verify`, { body: { key } }), 401, 'service_unauthorized', 'no credential')
+  const withAdminToken = await http(`${s.adminUrl}/internal/keys/verify`, { bearer: s.adminToken, body: { key } })
+  assertProblem(t, withAdminToken, 401, 'service_unauthorized', 'the admin token')
+  t.notOk(withAdminToken.text.includes(key), 'the presented key is not echoed')
+})

@@ -1,0 +1,161 @@
+import t, { type Test } from 'tap'
+import { fakeClock, startIdentity } from '../helpers/identity.js'
+import { adminClient, http, type HttpAnswer } from '../helpers/http.js'
+
+/**
+ * Login throttling: repeated failures for one e-mail or from one IP get 429
+ * login_throttled with Retry-After, even with the right password, until the window
+ * ends; it can be turned off.
+ */
+
+const PROBLEM_JSON = 'application/problem+json; charset=utf-8'
+const ADA = { email: 'ada@example.com', password: 'correct horse battery staple' }
+const WINDOW_SECONDS = 900
+
+function assertProblem (t: Test, answer: HttpAnswer, status: number, code: string): void {
+  t.equal(answer.status, status, answer.text)
+  t.equal(answer.headers['content-type'], PROBLEM_JSON)
+  t.match(answer.body, { type: `urn:portier:problem:${code}`, title: String, status, detail: String, code })
+}
+
+/** A 429 login_throttled with a Retry-After of whole seconds; returns those seconds. */
+function assertThrottled (t: Test, answer: HttpAnswer): number {
+  assertProblem(t, answer, 429, 'login_throttled')
+  const retryAfter = answer.headers['retry-after'] ?? ''
+  t.match(retryAfter, /^[1-9]\d*$/, 'Retry-After is a positive integer number of seconds')
+  const seconds = Number(retryAfter)
+  t.ok(seconds <= WINDOW_SECONDS, 'no longer than the window')
+  t.same(answer.body, {
+    type: 'urn:portier:problem:login_throttled',
+    title: 'Too many failed logins',
+    status: 429,
+    detail: `Too many failed logins; retry after ${seconds} seconds.`,
+    code: 'login_throttled'
+  })
+  return seconds
+}
+
+async function startWithUsers (t: Test, env: Record<string, string>) {
+  const clock = fakeClock()
+  const identity = await startIdentity(t, { IDENTITY_LOGIN_THROTTLE_WINDOW_SECONDS: String(WINDOW_SECONDS), ...env }, { clock })
+  const admin = adminClient(identity.adminUrl, identity.adminToken)
+  t.equal((await admin('PUT', '/admin/roles/reader', { permissions: ['users:list'] })).status, 200)
+  t.equal((await admin('POST', '/admin/users', { ...ADA, roles: ['reader'] })).status, 201)
+  t.equal((await admin('POST', '/admin/users', { email: 'bob@example.com', password: 'bob has a long password', roles: [] })).status, 201)
+  const login = async (email: string, password: string, headers: Record<string, string> = {}) =>
+    await http(`${identity.publicUrl}/sessions`, { body: { session: { email, password } }, headers })
+  const sessionCount = async () => (await admin('GET', '/admin/sessions')).body.sessions.length as number
+  return { ...identity, clock, login, sessionCount }
+}
+
+t.test('per e-mail (IDENTITY_LOGIN_MAX_FAILURES_PER_EMAIL=3)', async (t) => {
+  const env = { IDENTITY_LOGIN_MAX_FAILURES_PER_EMAIL: '3', IDENTITY_LOGIN_MAX_FAILURES_PER_IP: '100' }
+
+  t.test('error: the 4th attempt is 429 even with the right password; after the window login works', async (t) => {
+    const { login, clock, sessionCount } = await startWithUsers(t, env)
+    for (let i = 1; i <= 3; i++) {
+      const answer = await login(ADA.email, `wrong password ${i}`)
+      assertProblem(t, answer, 401, 'invalid_credentials')
+      t.notOk('retry-after' in answer.headers, 'failures below the limit are plain 401s')
+    }
+    const fourth = await login(ADA.email, ADA.password)
+    t.equal(assertThrottled(t, fourth), WINDOW_SECONDS, 'the whole window remains (fake clock)')
+    t.equal(await sessionCount(), 0, 'no session was opened')
+
+    clock.advance(300_000)
+    t.equal(assertThrottled(t, await login(ADA.email, ADA.password)), WINDOW_SECONDS - 300, 'Retry-After counts down')
+    clock.advance((WINDOW_SECONDS - 300 - 1) * 1000)
+    t.equal(assertThrottled(t, await login(ADA.email, ADA.password)), 1, 'one second before the end')
+    clock.advance(1_000)
+    const after = await login(ADA.email, ADA.password)
+    t.equal(after.status, 201, after.text)
+    t.equal(await sessionCount(), 1)
+  })
+
+  t.test('error: the e-mail is throttled whatever its case or surrounding spaces', async (t) => {
+    const { login } = await startWithUsers(t, env)
+    for (const email of ['ada@example.com', 'ADA@example.com', ' Ada@Example.com ']) {
+      assertProblem(t, await login(email, 'wrong password'), 401, 'invalid_credentials')
+    }
+    assertThrottled(t, await login('aDa@EXAMPLE.com', ADA.password))
+  })
+
+  t.test('happy: another e-mail from the same IP is not throttled by it', async (t) => {
+    const { login } = await startWithUsers(t, env)
+    for (let i = 0; i < 3; i++) await login(ADA.email, 'wrong password')
+    assertThrottled(t, await login(ADA.email, ADA.password))
+    t.equal((await login('bob@example.com', 'bob has a long password')).status, 201)
+  })
+
+  t.test('happy: a successful login clears the e-mail\'s failures', async (t) => {
+    const { login } = await startWithUsers(t, env)
+    for (let round = 0; round < 3; round++) {
+      for (let i = 0; i < 2; i++) assertProblem(t, await login(ADA.email, 'wrong password'), 401, 'invalid_credentials')
+      t.equal((await login(ADA.email, ADA.password)).status, 201, `round ${round}`)
+    }
+  })
+
+  t.test('security: an unknown e-mail is throttled exactly like a known one (no enumeration)', async (t) => {
+    const { login } = await startWithUsers(t, env)
+    const known: HttpAnswer[] = []
+    const unknown: HttpAnswer[] = []
+    for (let i = 0; i < 4; i++) {
+      known.push(await login(ADA.email, 'wrong password'))
+      unknown.push(await login('nobody@example.com', 'wrong password'))
+    }
+    t.same(known.map((a) => a.status), [401, 401, 401, 429])
+    t.same(unknown.map((a) => a.status), [401, 401, 401, 429])
+    t.same(unknown[3]?.body, known[3]?.body)
+    t.equal(unknown[3]?.headers['retry-after'], known[3]?.headers['retry-after'])
+  })
+})
+
+t.test('per IP (IDENTITY_LOGIN_MAX_FAILURES_PER_IP=3)', async (t) => {
+  const env = { IDENTITY_LOGIN_MAX_FAILURES_PER_EMAIL: '100', IDENTITY_LOGIN_MAX_FAILURES_PER_IP: '3' }
+
+  t.test('error: failures on different e-mails add up; the 4th attempt is 429; after the window login works', async (t) => {
+    const { login, clock, sessionCount } = await startWithUsers(t, env)
+    for (const email of ['one@example.com', 'two@example.com', 'bob@example.com']) {
+      assertProblem(t, await login(email, 'wrong password'), 401, 'invalid_credentials')
+    }
+    t.equal(assertThrottled(t, await login(ADA.email, ADA.password)), WINDOW_SECONDS)
+    t.equal(await sessionCount(), 0)
+    clock.advance(WINDOW_SECONDS * 1000)
+    t.equal((await login(ADA.email, ADA.password)).status, 201)
+  })
+
+  t.test('security: a success does not clear the IP count (one IP may try many accounts)', async (t) => {
+    const { login } = await startWithUsers(t, env)
+    assertProblem(t, await login('one@example.com', 'wrong password'), 401, 'invalid_credentials')
+    assertProblem(t, await login('two@example.com', 'wrong password'), 401, 'invalid_credentials')
+    t.equal((await login(ADA.email, ADA.password)).status, 201)
+    assertProblem(t, await login('three@example.com', 'wrong password'), 401, 'invalid_credentials')
+    assertThrottled(t, await login('bob@example.com', 'bob has a long password'))
+  })
+
+  t.test('security: X-Forwarded-For cannot dodge the IP limit when no proxy is trusted', async (t) => {
+    const { login } = await startWithUsers(t, env)
+    for (let i = 1; i <= 3; i++) {
+      assertProblem(t, await login(`user${i}@example.com`, 'wrong password', { 'x-forwarded-for': `198.51.100.${i}` }), 401, 'invalid_credentials')
+    }
+    assertThrottled(t, await login(ADA.email, ADA.password, { 'x-forwarded-for': '198.51.100.99' }))
+  })
+})
+
+t.test('IDENTITY_LOGIN_THROTTLE_ENABLED=false turns throttling off', async (t) => {
+  const { login } = await startWithUsers(t, {
+    IDENTITY_LOGIN_THROTTLE_ENABLED: 'false', IDENTITY_LOGIN_MAX_FAILURES_PER_EMAIL: '3', IDENTITY_LOGIN_MAX_FAILURES_PER_IP: '3'
+  })
+  for (let i = 0; i < 8; i++) {
+    const answer = await login(i % 2 === 0 ? ADA.email : `other${i}@example.com`, 'wrong password')
+    assertProblem(t, answer, 401, 'invalid_credentials')
+  }
+  const answer = await login(ADA.email, ADA.password)
+  t.equal(answer.status, 201, answer.text)
+})
+
+t.test('throttling is on by default (5 failures per e-mail)', async (t) => {
+  const { login } = await startWithUsers(t, {})
+  for (let i = 0; i < 5; i++) assertProblem(t, await login(ADA.email, 'wrong password'), 401, 'invalid_credentials')
+  assertThrottled(t, await login(ADA.email, ADA.password))
+})
