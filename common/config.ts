@@ -1,5 +1,5 @@
-import { Ajv } from 'ajv'
 import type { ErrorObject } from 'ajv'
+import { createAjv } from './ajv.js'
 import type { TObject } from 'typebox'
 
 /** Thrown at start when configuration is invalid; lists every problem at once. */
@@ -28,8 +28,7 @@ function describe (error: ErrorObject, root: string): string {
  * with the name of the field. Returns a frozen copy.
  */
 export function validateConfig<T> (schema: TObject, raw: Record<string, unknown>, source: string, root = ''): Readonly<T> {
-  const ajv = new Ajv({ allErrors: true, coerceTypes: true, useDefaults: true, strict: false })
-  const validate = ajv.compile(schema)
+  const validate = createAjv(true).compile(schema)
   const candidate: Record<string, unknown> = {}
   for (const key of Object.keys(schema.properties)) {
     const value = raw[key]

@@ -1,9 +1,8 @@
 import Fastify, { LogController, type FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { Ajv } from 'ajv'
-import addFormats from 'ajv-formats'
 import { randomUUID } from 'node:crypto'
 import { installAcceptCheck } from './accept.js'
+import { createAjv } from './ajv.js'
 import { installProblemHandlers, sendProblem, toProblem } from './problem.js'
 import { installRequestLogging, loggerOptions } from './logger.js'
 
@@ -16,13 +15,6 @@ export interface HttpAppOptions {
 }
 
 const REQUEST_ID_PATTERN = /^[\w.:-]{1,128}$/
-
-function newAjv (coerceTypes: boolean | 'array'): Ajv {
-  // Extra members are errors (removeAdditional off), not silently dropped.
-  const ajv = new Ajv({ coerceTypes, useDefaults: true, removeAdditional: false, allErrors: true, strict: false })
-  addFormats.default(ajv)
-  return ajv
-}
 
 /**
  * A Fastify instance as every Portier service wants it: TypeBox types, JSON schemas
@@ -49,8 +41,8 @@ export function createHttpApp (options: HttpAppOptions) {
   // Fastify parses text/plain by default; every Portier body is JSON, so anything else is a 415.
   app.removeContentTypeParser('text/plain')
 
-  const bodyAjv = newAjv(false)
-  const partsAjv = newAjv('array')
+  const bodyAjv = createAjv(false)
+  const partsAjv = createAjv('array')
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : partsAjv).compile(schema))
   app.addHook('onSend', (request, reply, _payload, done) => {
     reply.header('x-request-id', request.id)

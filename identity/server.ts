@@ -14,6 +14,9 @@ async function main (): Promise<void> {
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`)
+      if (err.problems.some((p) => p.endsWith('_TOKEN: is required'))) {
+        process.stderr.write('Generate a credential with: openssl rand -hex 32\n')
+      }
       process.exit(78) // EX_CONFIG
     }
     throw err

@@ -1,9 +1,9 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
-import addFormats from 'ajv-formats'
+import type { ErrorObject, ValidateFunction } from 'ajv'
 import { Writable } from 'node:stream'
 import { createInterface } from 'node:readline'
 import { Option, type Command } from 'commander'
 import type { Static, TSchema } from 'typebox'
+import { createAjv } from '../../common/ajv.js'
 import { UsageError, type CliIo } from '../../cli/io.js'
 import { Password } from '../schemas.js'
 
@@ -13,9 +13,8 @@ import { Password } from '../schemas.js'
  * configure it, so the CLI accepts exactly what the admin API accepts.
  */
 
-// As the HTTP apps' body validator: no coercion, every format known.
-const ajv = new Ajv({ coerceTypes: false, useDefaults: false, allErrors: false, strict: false })
-addFormats.default(ajv)
+// As the HTTP apps' body validator: no coercion.
+const ajv = createAjv(false)
 const compiled = new WeakMap<TSchema, ValidateFunction>()
 
 function explain (error: ErrorObject, value: unknown): string {

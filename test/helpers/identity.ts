@@ -29,8 +29,16 @@ export function tempDir (t: Teardown, prefix = 'portier-'): string {
   return dir
 }
 
+/** Where a fake clock starts unless told otherwise: 2026-01-01T00:00:00Z. */
+export const START = Date.parse('2026-01-01T00:00:00Z')
+
+/** An instant (ms since the epoch) as the API writes it. */
+export const iso = (ms: number): string => new Date(ms).toISOString()
+
+export type FakeClock = Clock & { advance: (ms: number) => void }
+
 /** A fake clock tests move by hand. */
-export function fakeClock (start = Date.parse('2026-01-01T00:00:00Z')): Clock & { advance: (ms: number) => void } {
+export function fakeClock (start = START): FakeClock {
   let now = start
   return { now: () => now, advance: (ms) => { now += ms } }
 }

@@ -1,18 +1,13 @@
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { startIdentity } from '../helpers/identity.js'
-import { adminClient, http, type HttpAnswer } from '../helpers/http.js'
+import { adminClient, http } from '../helpers/http.js'
+import { assertJson, assertProblem } from '../helpers/assert.js'
 
 /**
  * The admin listener's two credentials: /admin/* opens with the admin token only,
  * /internal/* with the service token only, and neither group is served on the
  * public listener.
  */
-
-function assertProblem (t: Test, answer: HttpAnswer, status: number, code: string, label = code): void {
-  t.equal(answer.status, status, `${label}: status ${status}`, { body: answer.text })
-  t.match(answer.headers['content-type'], /^application\/problem\+json/, `${label}: problem+json`)
-  t.match(answer.body, { type: `urn:portier:problem:${code}`, title: String, status, detail: String, code }, `${label}: ${code}`)
-}
 
 /** Every admin route, with a well-formed body where it takes one (so only the credential can fail). */
 const ADMIN_ROUTES: Array<[method: string, path: string, body?: unknown]> = [
@@ -89,8 +84,7 @@ t.test('happy: the admin credential opens /admin (the Bearer scheme is case-inse
   const { adminUrl, adminToken } = await startIdentity(t)
   for (const scheme of ['Bearer', 'bearer', 'BEARER']) {
     const answer = await http(`${adminUrl}/admin/roles`, { headers: { authorization: `${scheme} ${adminToken}` } })
-    t.equal(answer.status, 200, 'status 200', { body: answer.text })
-    t.match(answer.headers['content-type'], /^application\/json/)
+    assertJson(t, answer, 200, `${scheme} scheme`)
     t.same(answer.body, { roles: [] })
   }
 })
@@ -114,8 +108,7 @@ t.test('security: /internal/* opens with the service credential only', async (t)
       t.notOk(answer.text.includes(adminToken) || answer.text.includes(serviceToken), 'no credential echoed')
     }
     const allowed = await http(`${adminUrl}${path}`, { method, bearer: serviceToken, ...(body !== undefined ? { body } : {}) })
-    t.equal(allowed.status, 200, `${method} ${path} with the service token`, { body: allowed.text })
-    t.match(allowed.headers['content-type'], /^application\/json/)
+    assertJson(t, allowed, 200, `${method} ${path} with the service token`)
   }
 })
 

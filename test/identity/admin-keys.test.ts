@@ -1,7 +1,9 @@
 import t, { type Test } from 'tap'
 import { API_KEY_PATTERN, parseApiKey } from '../../common/api-key-format.js'
-import { fakeClock, startIdentity, type TestIdentity } from '../helpers/identity.js'
-import { adminClient, http, type HttpAnswer } from '../helpers/http.js'
+import { START, iso } from '../helpers/identity.js'
+import type { HttpAnswer } from '../helpers/http.js'
+import { assertJson, assertProblem } from '../helpers/assert.js'
+import { keyHelpers, postVerifyKey, startWithAdmin, type AdminSetup, type KeyHelpers } from '../helpers/session-setup.js'
 
 /**
  * /admin/keys: the API key lifecycle. The full key is shown once (create, rotate);
@@ -10,49 +12,12 @@ import { adminClient, http, type HttpAnswer } from '../helpers/http.js'
  * can watch. Verification goes through the gateway's endpoint, /internal/keys/verify.
  */
 
-const START = Date.parse('2026-01-01T00:00:00Z')
 const HOUR_MS = 3_600_000
 const DAY_MS = 86_400_000
-const iso = (ms: number): string => new Date(ms).toISOString()
 
-function assertProblem (t: Test, answer: HttpAnswer, status: number, code: string, label = code): void {
-  t.equal(answer.status, status, `${label}: status ${status}`, { body: answer.text })
-  t.match(answer.headers['content-type'], /^application\/problem\+json/, `${label}: problem+json`)
-  t.match(answer.body, { type: `urn:portier:problem:${code}`, title: String, status, detail: String, code }, `${label}: ${code}`)
-}
-
-function assertJson (t: Test, answer: HttpAnswer, status: number, label = `status ${status}`): void {
-  t.equal(answer.status, status, label, { body: answer.text })
-  t.match(answer.headers['content-type'], /^application\/json/, `${label}: JSON`)
-}
-
-interface Setup extends TestIdentity {
-  clock: ReturnType<typeof fakeClock>
-  admin: ReturnType<typeof adminClient>
-  /** POST /internal/keys/verify with the service credential; asserts a 200 JSON answer. */
-  verify: (key: string) => Promise<Record<string, any>>
-  create: (body: Record<string, unknown>) => Promise<{ id: string, key: string, answer: HttpAnswer }>
-}
-
-async function setup (t: Test, env: Record<string, string> = {}): Promise<Setup> {
-  const clock = fakeClock(START)
-  const identity = await startIdentity(t, env, { clock })
-  const admin = adminClient(identity.adminUrl, identity.adminToken)
-  return {
-    ...identity,
-    clock,
-    admin,
-    async verify (key) {
-      const answer = await http(`${identity.adminUrl}/internal/keys/verify`, { bearer: identity.serviceToken, body: { key } })
-      assertJson(t, answer, 200, 'verify')
-      return answer.body
-    },
-    async create (body) {
-      const answer = await admin('POST', '/admin/keys', body)
-      assertJson(t, answer, 201, `create ${String(body.name)}`)
-      return { id: answer.body.api_key.id, key: answer.body.key, answer }
-    }
-  }
+async function setup (t: Test, env: Record<string, string> = {}): Promise<AdminSetup & KeyHelpers> {
+  const s = await startWithAdmin(t, env)
+  return { ...s, ...keyHelpers(t, s) }
 }
 
 /** The key's secret part: what must never appear outside the create/rotate answer. */
@@ -137,7 +102,7 @@ t.test('security: list and show never include the full key, its secret or any ha
     t.same(shown.body, { api_key: listed.body.api_keys.find((k: { id: string }) => k.id === id) }, 'show = the list entry')
     assertNoSecrets(t, shown, keys, `show ${id}`)
   }
-  const verified = await http(`${s.adminUrl}/internal/keys/verify`, { bearer: s.serviceToken, body: { key: first.key } })
+  const verified = await postVerifyKey(s, first.key)
   assertNoSecrets(t, verified, keys, 'verify')
 })
 

@@ -1,31 +1,12 @@
-import t, { type Test } from 'tap'
-import { fakeClock, startIdentity } from '../helpers/identity.js'
-import { adminClient, type HttpAnswer } from '../helpers/http.js'
+import t from 'tap'
+import { START, iso } from '../helpers/identity.js'
+import { assertJson, assertProblem, assertStatus } from '../helpers/assert.js'
+import { startWithAdmin as setup } from '../helpers/session-setup.js'
 
 /**
  * /admin/roles: a role maps a name to a permission set (`resource:action`,
  * `resource:*`, `*`). PUT creates or replaces; a role still held cannot be deleted.
  */
-
-const START = Date.parse('2026-01-01T00:00:00Z')
-const iso = (ms: number): string => new Date(ms).toISOString()
-
-function assertProblem (t: Test, answer: HttpAnswer, status: number, code: string, label = code): void {
-  t.equal(answer.status, status, `${label}: status ${status}`, { body: answer.text })
-  t.match(answer.headers['content-type'], /^application\/problem\+json/, `${label}: problem+json`)
-  t.match(answer.body, { type: `urn:portier:problem:${code}`, title: String, status, detail: String, code }, `${label}: ${code}`)
-}
-
-function assertJson (t: Test, answer: HttpAnswer, status: number, label = `status ${status}`): void {
-  t.equal(answer.status, status, label, { body: answer.text })
-  t.match(answer.headers['content-type'], /^application\/json/, `${label}: JSON`)
-}
-
-async function setup (t: Test) {
-  const clock = fakeClock(START)
-  const identity = await startIdentity(t, {}, { clock })
-  return { ...identity, clock, admin: adminClient(identity.adminUrl, identity.adminToken) }
-}
 
 t.test('happy: PUT creates a role with action, resource-wildcard and global-wildcard permissions', async (t) => {
   const { admin } = await setup(t)
@@ -123,7 +104,7 @@ t.test('delete: 409 while a user holds the role, 204 once nobody does, 404 when 
 
   await admin('PUT', `/admin/users/${ada.id as string}/roles`, { roles: ['reader'] })
   const deleted = await admin('DELETE', '/admin/roles/writer')
-  t.equal(deleted.status, 204, 'status 204', { body: deleted.text })
+  assertStatus(t, deleted, 204)
   t.equal(deleted.text, '', 'no body')
   assertProblem(t, await admin('GET', '/admin/roles/writer'), 404, 'role_not_found', 'gone')
   assertProblem(t, await admin('DELETE', '/admin/roles/writer'), 404, 'role_not_found', 'deleting twice')

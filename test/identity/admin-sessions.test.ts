@@ -1,57 +1,32 @@
 import t, { type Test } from 'tap'
-import { fakeClock, startIdentity, type TestIdentity } from '../helpers/identity.js'
-import { adminClient, http, type HttpAnswer } from '../helpers/http.js'
+import { START, iso } from '../helpers/identity.js'
+import type { HttpAnswer } from '../helpers/http.js'
+import { assertJson, assertProblem } from '../helpers/assert.js'
+import { openSession, postLogout, refreshTokens, startWithAdmin, type AdminSetup, type SessionTokens, type TokenSet } from '../helpers/session-setup.js'
 
 /**
  * /admin/sessions: ops list sessions (all, or one user's), show one, and revoke one;
  * a revoked session's refresh token stops working at once.
  */
 
-const START = Date.parse('2026-01-01T00:00:00Z')
 const SESSION_MAX_MS = 30 * 86_400_000
 const PASSWORD = 'correct horse battery'
-const iso = (ms: number): string => new Date(ms).toISOString()
 
-function assertProblem (t: Test, answer: HttpAnswer, status: number, code: string, label = code): void {
-  t.equal(answer.status, status, `${label}: status ${status}`, { body: answer.text })
-  t.match(answer.headers['content-type'], /^application\/problem\+json/, `${label}: problem+json`)
-  t.match(answer.body, { type: `urn:portier:problem:${code}`, title: String, status, detail: String, code }, `${label}: ${code}`)
-}
-
-function assertJson (t: Test, answer: HttpAnswer, status: number, label = `status ${status}`): void {
-  t.equal(answer.status, status, label, { body: answer.text })
-  t.match(answer.headers['content-type'], /^application\/json/, `${label}: JSON`)
-}
-
-interface TokenSet { access_token: string, refresh_token: string }
-
-interface Setup extends TestIdentity {
-  clock: ReturnType<typeof fakeClock>
-  admin: ReturnType<typeof adminClient>
+interface Setup extends AdminSetup {
   users: { ada: string, bob: string }
-  login: (email: string, userAgent: string) => Promise<TokenSet & { sid: string }>
+  login: (email: string, userAgent: string) => Promise<SessionTokens>
   refresh: (tokenSet: TokenSet) => Promise<HttpAnswer>
 }
 
 async function setup (t: Test): Promise<Setup> {
-  const clock = fakeClock(START)
-  const identity = await startIdentity(t, {}, { clock })
-  const admin = adminClient(identity.adminUrl, identity.adminToken)
-  const ada = (await admin('POST', '/admin/users', { email: 'ada@example.com', password: PASSWORD })).body.user.id as string
-  const bob = (await admin('POST', '/admin/users', { email: 'bob@example.com', password: PASSWORD })).body.user.id as string
+  const s = await startWithAdmin(t)
+  const ada = (await s.admin('POST', '/admin/users', { email: 'ada@example.com', password: PASSWORD })).body.user.id as string
+  const bob = (await s.admin('POST', '/admin/users', { email: 'bob@example.com', password: PASSWORD })).body.user.id as string
   return {
-    ...identity,
-    clock,
-    admin,
+    ...s,
     users: { ada, bob },
-    async login (email, userAgent) {
-      const answer = await http(`${identity.publicUrl}/sessions`, { headers: { 'user-agent': userAgent }, body: { session: { email, password: PASSWORD } } })
-      t.equal(answer.status, 201, 'status 201', { body: answer.text })
-      const { sid } = JSON.parse(Buffer.from(answer.body.access_token.split('.')[1], 'base64url').toString()) as { sid: string }
-      return { ...answer.body, sid }
-    },
-    refresh: async (tokenSet) =>
-      await http(`${identity.publicUrl}/tokens`, { bearer: tokenSet.access_token, body: { refresh_token: tokenSet.refresh_token } })
+    login: async (email, userAgent) => await openSession(t, s, { email, password: PASSWORD }, { 'user-agent': userAgent }),
+    refresh: async (tokenSet) => await refreshTokens(s, tokenSet)
   }
 }
 
@@ -119,7 +94,7 @@ t.test('happy: revoking one session ends it and only it', async (t) => {
     session: { ...sessionOf(target.sid, s.users.ada, 'agent-one', START), status: 'revoked', revoked_at: iso(START + 1_000), revoked_reason: 'admin' }
   })
   assertProblem(t, await s.refresh(target), 401, 'session_revoked', 'its refresh')
-  assertProblem(t, await http(`${s.publicUrl}/sessions/current`, { method: 'DELETE', bearer: target.access_token }), 401, 'session_revoked',
+  assertProblem(t, await postLogout(s, target.access_token), 401, 'session_revoked',
     'its access token no longer identifies a live session')
   assertJson(t, await s.refresh(sibling), 200, 'the user\'s other session is untouched')
 

@@ -1,7 +1,9 @@
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { decodeProtectedHeader } from 'jose'
-import { fakeClock, startIdentity } from '../helpers/identity.js'
-import { adminClient, http, type HttpAnswer } from '../helpers/http.js'
+import { START, iso } from '../helpers/identity.js'
+import { http } from '../helpers/http.js'
+import { assertJson } from '../helpers/assert.js'
+import { postLogin, refreshTokens, startWithAdmin, type TokenSet } from '../helpers/session-setup.js'
 
 /**
  * /admin/signing-keys: list and rotate. A rotation makes a new key sign at once; the
@@ -9,22 +11,13 @@ import { adminClient, http, type HttpAnswer } from '../helpers/http.js'
  * plus 60 s for clock skew), and tokens it signed keep working meanwhile.
  */
 
-const START = Date.parse('2026-01-01T00:00:00Z')
 const PUBLISH_MS = 600_000 + 60_000
 const PASSWORD = 'correct horse battery'
-const iso = (ms: number): string => new Date(ms).toISOString()
-
-function assertJson (t: Test, answer: HttpAnswer, status: number, label = `status ${status}`): void {
-  t.equal(answer.status, status, label, { body: answer.text })
-  t.match(answer.headers['content-type'], /^application\/json/, `${label}: JSON`)
-}
 
 t.test('happy: list, rotate, publish the old key until its tokens expired', async (t) => {
-  const clock = fakeClock(START)
-  const { adminUrl, adminToken, publicUrl } = await startIdentity(t, {}, { clock })
-  const admin = adminClient(adminUrl, adminToken)
-  const login = async (): Promise<{ access_token: string, refresh_token: string }> =>
-    (await http(`${publicUrl}/sessions`, { body: { session: { email: 'ada@example.com', password: PASSWORD } } })).body
+  const s = await startWithAdmin(t)
+  const { admin, clock, publicUrl } = s
+  const login = async (): Promise<TokenSet> => (await postLogin(s, { email: 'ada@example.com', password: PASSWORD })).body
   const jwksKids = async (): Promise<string[]> => (await http(`${publicUrl}/.well-known/jwks.json`)).body.keys.map((k: { kid: string }) => k.kid)
   await admin('POST', '/admin/users', { email: 'ada@example.com', password: PASSWORD })
 
@@ -56,7 +49,7 @@ t.test('happy: list, rotate, publish the old key until its tokens expired', asyn
 
   t.equal(decodeProtectedHeader((await login()).access_token).kid, second.kid, 'the new key signs at once')
   t.same((await jwksKids()).sort(), [first.kid, second.kid].sort(), 'both published')
-  const refreshed = await http(`${publicUrl}/tokens`, { bearer: oldTokens.access_token, body: { refresh_token: oldTokens.refresh_token } })
+  const refreshed = await refreshTokens(s, oldTokens)
   assertJson(t, refreshed, 200, 'a token the old key signed still works')
   t.equal(decodeProtectedHeader(refreshed.body.access_token).kid, second.kid)
 

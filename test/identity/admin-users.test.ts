@@ -1,6 +1,8 @@
 import t, { type Test } from 'tap'
-import { fakeClock, startIdentity, type TestIdentity } from '../helpers/identity.js'
-import { adminClient, http, type HttpAnswer } from '../helpers/http.js'
+import { START, iso } from '../helpers/identity.js'
+import type { HttpAnswer } from '../helpers/http.js'
+import { assertJson, assertProblem } from '../helpers/assert.js'
+import { claimsOf, postLogin, refreshTokens, startWithAdmin, type AdminSetup, type TokenSet } from '../helpers/session-setup.js'
 
 /**
  * /admin/users over real sockets: creation rules (e-mail, OWASP ASVS password
@@ -9,25 +11,10 @@ import { adminClient, http, type HttpAnswer } from '../helpers/http.js'
  */
 
 const PASSWORD = 'correct horse battery'
-const START = Date.parse('2026-01-01T00:00:00Z')
-const iso = (ms: number): string => new Date(ms).toISOString()
 
-function assertProblem (t: Test, answer: HttpAnswer, status: number, code: string, label = code): void {
-  t.equal(answer.status, status, `${label}: status ${status}`, { body: answer.text })
-  t.match(answer.headers['content-type'], /^application\/problem\+json/, `${label}: problem+json`)
-  t.match(answer.body, { type: `urn:portier:problem:${code}`, title: String, status, detail: String, code }, `${label}: ${code}`)
-}
-
-function assertJson (t: Test, answer: HttpAnswer, status: number, label = `status ${status}`): void {
-  t.equal(answer.status, status, label, { body: answer.text })
-  t.match(answer.headers['content-type'], /^application\/json/, `${label}: JSON`)
-}
-
-interface Setup extends TestIdentity {
-  clock: ReturnType<typeof fakeClock>
-  admin: ReturnType<typeof adminClient>
+interface Setup extends AdminSetup {
   login: (email: string, password: string, userAgent?: string) => Promise<HttpAnswer>
-  refresh: (tokenSet: { access_token: string, refresh_token: string }) => Promise<HttpAnswer>
+  refresh: (tokenSet: TokenSet) => Promise<HttpAnswer>
 }
 
 /**
@@ -35,29 +22,20 @@ interface Setup extends TestIdentity {
  * checked on the spot: it never carries an argon2 hash.
  */
 async function setup (t: Test): Promise<Setup> {
-  const clock = fakeClock(START)
-  const identity = await startIdentity(t, {}, { clock })
-  const raw = adminClient(identity.adminUrl, identity.adminToken)
+  const s = await startWithAdmin(t)
   const admin: Setup['admin'] = async (method, path, body) => {
-    const answer = await raw(method, path, body)
+    const answer = await s.admin(method, path, body)
     t.notOk(answer.text.includes('$argon2'), `${method} ${path}: no password hash in the answer`)
     return answer
   }
   assertJson(t, await admin('PUT', '/admin/roles/reader', { permissions: ['users:read', 'users:list'] }), 200)
   assertJson(t, await admin('PUT', '/admin/roles/writer', { permissions: ['tasks:*'] }), 200)
   return {
-    ...identity,
-    clock,
+    ...s,
     admin,
-    login: async (email, password, userAgent = 'portier-tests') =>
-      await http(`${identity.publicUrl}/sessions`, { headers: { 'user-agent': userAgent }, body: { session: { email, password } } }),
-    refresh: async (tokenSet) =>
-      await http(`${identity.publicUrl}/tokens`, { bearer: tokenSet.access_token, body: { refresh_token: tokenSet.refresh_token } })
+    login: async (email, password, userAgent = 'portier-tests') => await postLogin(s, { email, password }, { 'user-agent': userAgent }),
+    refresh: async (tokenSet) => await refreshTokens(s, tokenSet)
   }
-}
-
-function claimsOf (accessToken: string): Record<string, unknown> {
-  return JSON.parse(Buffer.from(accessToken.split('.')[1] as string, 'base64url').toString()) as Record<string, unknown>
 }
 
 t.test('happy: create, show and list users', async (t) => {

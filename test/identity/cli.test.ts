@@ -1,12 +1,13 @@
 import t from 'tap'
-import { execFileSync, spawn } from 'node:child_process'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { PassThrough, Readable } from 'node:stream'
 import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
-import { startIdentity, tempDir, type TestIdentity } from '../helpers/identity.js'
-import { http } from '../helpers/http.js'
+import { startIdentity, tempDir } from '../helpers/identity.js'
+import { assertStatus } from '../helpers/assert.js'
+import { postLogin, postVerifyKey, refreshTokens } from '../helpers/session-setup.js'
 import { freePort, startRedis } from '../helpers/redis.js'
 import { watchEvents } from '../helpers/events.js'
 import { runPortier } from '../../cli/program.js'
@@ -18,12 +19,8 @@ import { runPortier } from '../../cli/program.js'
  * without a Node start-up each), to keep the suite quick.
  */
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
-// A private build (bin/ + dist/ side by side, inside the repository so that node_modules
-// resolves): other suites may be reading dist/ while this one compiles.
-const BUILD_CACHE = join(ROOT, 'node_modules', '.cache')
-mkdirSync(BUILD_CACHE, { recursive: true })
-const BUILD = mkdtempSync(join(BUILD_CACHE, 'portier-cli-test-'))
-const BIN = join(BUILD, 'bin', 'portier.js')
+// What operators run: bin/portier.js over dist/, which `npm test` builds before tap starts.
+const BIN = join(ROOT, 'bin', 'portier.js')
 /** One CLI run is a Node start-up plus argon2: generous for a loaded CI machine. */
 const RUN_TIMEOUT_MS = 30_000
 
@@ -70,27 +67,17 @@ function exits (t: Tap, result: CliResult, code: number, what = 'exit code'): vo
   t.equal(result.code, code, what, { stderr: result.stderr })
 }
 
+/** `args` for an assertion message (printed even on success), with any --password value masked. */
+const commandLine = (args: string[]): string => args.map((arg, i) => (args[i - 1] === '--password' ? '***' : arg)).join(' ')
+
 /** A CLI environment on a fresh temporary database. */
 function cliEnv (t: Parameters<typeof tempDir>[0], extra: Record<string, string> = {}): Record<string, string> {
   return { IDENTITY_DATABASE_PATH: join(tempDir(t, 'portier-cli-'), 'identity.db'), ...extra }
 }
 
-async function verifyKey (server: TestIdentity, key: string) {
-  return await http(`${server.adminUrl}/internal/keys/verify`, { bearer: server.serviceToken, body: { key } })
-}
-
-async function login (server: TestIdentity, email: string, password: string) {
-  return await http(`${server.publicUrl}/sessions`, { body: { session: { email, password } } })
-}
-
 t.before(() => {
-  // What operators run: bin/portier.js over the compiled sources of this checkout.
-  execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json', '--outDir', join(BUILD, 'dist')],
-    { cwd: ROOT, stdio: 'pipe' })
-  mkdirSync(join(BUILD, 'bin'))
-  copyFileSync(join(ROOT, 'bin', 'portier.js'), BIN)
+  if (!existsSync(join(ROOT, 'dist', 'cli', 'portier.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does)')
 })
-t.teardown(() => rmSync(BUILD, { recursive: true, force: true }))
 
 t.test('happy: roles, users and keys made by the CLI work in a server on the same database', async (t) => {
   const env = cliEnv(t)
@@ -118,8 +105,8 @@ t.test('happy: roles, users and keys made by the CLI work in a server on the sam
   t.match(listed.stdout, new RegExp(`${userId}\\s+ada@example\\.com\\s+reader\\s+active`))
 
   // The password read from stdin is the one the server checks at login.
-  const session = await login(server, 'ada@example.com', password)
-  t.equal(session.status, 201, session.text)
+  const session = await postLogin(server, { email: 'ada@example.com', password })
+  assertStatus(t, session, 201)
 
   const key = await portier(env, ['keys', 'create', '--name', 'reporting', '--permissions', 'users:list', '--expires-in', '30d'])
   exits(t, key, 0)
@@ -129,8 +116,8 @@ t.test('happy: roles, users and keys made by the CLI work in a server on the sam
   const expiresAt = Date.parse(key.json.api_key.expires_at as string)
   t.ok(Math.abs(expiresAt - (Date.now() + 30 * 86_400_000)) < 60_000, '--expires-in 30d is 30 days from now')
 
-  const verified = await verifyKey(server, key.json.key as string)
-  t.equal(verified.status, 200, verified.text)
+  const verified = await postVerifyKey(server, key.json.key as string)
+  assertStatus(t, verified, 200)
   t.same(verified.body, {
     valid: true,
     key: { id: key.json.api_key.id, name: 'reporting', permissions: ['users:list'], expires_at: key.json.api_key.expires_at },
@@ -169,9 +156,9 @@ t.test('keys: duplicate name, rotation with grace, revocation', async (t) => {
   const graceUntil = Date.parse(rotated.json.api_key.rotation.grace_until as string)
   t.ok(Math.abs(graceUntil - (Date.now() + 3_600_000)) < 60_000, '--grace 1h keeps the old secret for an hour')
 
-  const old = await verifyKey(server, oldKey)
+  const old = await postVerifyKey(server, oldKey)
   t.match(old.body, { valid: true, key: { id }, deprecation: { deprecated_at: String, sunset_at: rotated.json.api_key.rotation.grace_until } })
-  const current = await verifyKey(server, newKey)
+  const current = await postVerifyKey(server, newKey)
   t.match(current.body, { valid: true, key: { id }, deprecation: null })
 
   const shown = await portierHere(env, ['keys', 'show', id])
@@ -181,8 +168,8 @@ t.test('keys: duplicate name, rotation with grace, revocation', async (t) => {
   const revoked = await portierHere(env, ['keys', 'revoke', id])
   exits(t, revoked, 0)
   t.match(revoked.json, { api_key: { id, status: 'revoked', revoked_at: String } })
-  t.same((await verifyKey(server, newKey)).body, { valid: false, reason: 'revoked' })
-  t.same((await verifyKey(server, oldKey)).body, { valid: false, reason: 'revoked' })
+  t.same((await postVerifyKey(server, newKey)).body, { valid: false, reason: 'revoked' })
+  t.same((await postVerifyKey(server, oldKey)).body, { valid: false, reason: 'revoked' })
 
   const again = await portierHere(env, ['keys', 'rotate', id])
   exits(t, again, 1)
@@ -215,10 +202,10 @@ t.test('users: disabling ends sessions; sessions are listed and revoked', async 
   t.notMatch(created.stdout + created.stderr, 'hunter2hunter2')
   const userId = created.json.user.id as string
 
-  const first = await login(server, 'bob@example.com', 'hunter2hunter2')
-  const second = await login(server, 'bob@example.com', 'hunter2hunter2')
-  t.equal(first.status, 201, first.text)
-  t.equal(second.status, 201, second.text)
+  const first = await postLogin(server, { email: 'bob@example.com', password: 'hunter2hunter2' })
+  const second = await postLogin(server, { email: 'bob@example.com', password: 'hunter2hunter2' })
+  assertStatus(t, first, 201)
+  assertStatus(t, second, 201)
 
   const listed = await portierHere(env, ['sessions', 'list', '--user', userId])
   exits(t, listed, 0)
@@ -236,18 +223,18 @@ t.test('users: disabling ends sessions; sessions are listed and revoked', async 
   t.match(disabled.json, { user: { id: userId, status: 'disabled', disabled_at: String } })
 
   for (const tokens of [first.body, second.body]) {
-    const refreshed = await http(`${server.publicUrl}/tokens`, { bearer: tokens.access_token, body: { refresh_token: tokens.refresh_token } })
-    t.equal(refreshed.status, 401, refreshed.text)
+    const refreshed = await refreshTokens(server, tokens)
+    assertStatus(t, refreshed, 401)
     t.equal(refreshed.body.code, 'session_revoked')
   }
   const after = await portierHere(env, ['sessions', 'list', '--user', userId])
   t.ok(after.json.sessions.every((s: { status: string }) => s.status === 'revoked'), 'every session of the user is revoked')
-  t.equal((await login(server, 'bob@example.com', 'hunter2hunter2')).body.code, 'user_disabled')
+  t.equal((await postLogin(server, { email: 'bob@example.com', password: 'hunter2hunter2' })).body.code, 'user_disabled')
 
   const enabled = await portierHere(env, ['users', 'enable', userId])
   t.match(enabled.json, { user: { status: 'active' } })
-  const third = await login(server, 'bob@example.com', 'hunter2hunter2')
-  t.equal(third.status, 201, third.text)
+  const third = await postLogin(server, { email: 'bob@example.com', password: 'hunter2hunter2' })
+  assertStatus(t, third, 201)
 
   const all = await portierHere(env, ['sessions', 'revoke-all', '--user', userId])
   exits(t, all, 0)
@@ -255,8 +242,8 @@ t.test('users: disabling ends sessions; sessions are listed and revoked', async 
 
   const changed = await portierHere(env, ['users', 'set-password', userId, '--password-stdin'], 'a new passphrase\n')
   exits(t, changed, 0)
-  t.equal((await login(server, 'bob@example.com', 'a new passphrase')).status, 201)
-  t.equal((await login(server, 'bob@example.com', 'hunter2hunter2')).status, 401)
+  t.equal((await postLogin(server, { email: 'bob@example.com', password: 'a new passphrase' })).status, 201)
+  t.equal((await postLogin(server, { email: 'bob@example.com', password: 'hunter2hunter2' })).status, 401)
 })
 
 t.test('errors: problems from the services exit 1 with their code', async (t) => {
@@ -270,7 +257,7 @@ t.test('errors: problems from the services exit 1 with their code', async (t) =>
   ]
   for (const [args, stderr] of cases) {
     const result = await portierHere(env, args)
-    exits(t, result, 1, args.join(' '))
+    exits(t, result, 1, commandLine(args))
     t.match(result.stderr, stderr)
     t.equal(result.stdout, '')
   }
@@ -301,9 +288,9 @@ t.test('bad usage exits 2 naming the option, before touching the database', asyn
   const results: CliResult[] = []
   for (const [args, stderr, input] of cases) {
     const result = await portierHere(env, args, input)
-    exits(t, result, 2, args.join(' '))
-    t.match(result.stderr, stderr, args.join(' '))
-    t.equal(result.stdout, '', args.join(' '))
+    exits(t, result, 2, commandLine(args))
+    t.match(result.stderr, stderr, commandLine(args))
+    t.equal(result.stdout, '', commandLine(args))
     results.push(result)
   }
   t.notMatch(results[1]?.stderr, 'pw12345', 'a rejected password is not echoed')

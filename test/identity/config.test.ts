@@ -50,7 +50,7 @@ t.test('error: there is no default admin or service credential', async (t) => {
 
 t.test('error: every bad field is named, all at once', async (t) => {
   const problems = problemsOf({ ...TOKENS, IDENTITY_ADMIN_TOKEN: 'short', IDENTITY_PORT: 'eighty', IDENTITY_SIGNING_ALG: 'HS256', LOG_LEVEL: 'loud' })
-  t.equal(problems.length, 4, problems.join('\n'))
+  t.equal(problems.length, 4, 'four problems', { problems })
   t.match(problems.join('\n'), /IDENTITY_ADMIN_TOKEN: must NOT have fewer than 32 characters/)
   t.match(problems.join('\n'), /IDENTITY_PORT: must be integer/)
   t.match(problems.join('\n'), /IDENTITY_SIGNING_ALG/)
@@ -70,7 +70,7 @@ t.test('error: the server refuses to start without credentials, naming them', as
     encoding: 'utf8',
     timeout: 20_000
   })
-  t.equal(result.status, 78, result.stderr)
+  t.equal(result.status, 78, 'exit code 78 (EX_CONFIG)', { stderr: result.stderr })
   t.match(result.stderr, /IDENTITY_ADMIN_TOKEN: is required/)
   t.match(result.stderr, /IDENTITY_SERVICE_TOKEN: is required/)
 })

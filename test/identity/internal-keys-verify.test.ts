@@ -2,8 +2,10 @@ import t, { type Test } from 'tap'
 import { createHash } from 'node:crypto'
 import { generateApiKey, parseApiKey } from '../../common/api-key-format.js'
 import { bytesToBase62, randomBase62 } from '../../common/random.js'
-import { fakeClock, startIdentity, type TestIdentity } from '../helpers/identity.js'
-import { adminClient, http, type HttpAnswer } from '../helpers/http.js'
+import { START, iso } from '../helpers/identity.js'
+import { http, type HttpAnswer } from '../helpers/http.js'
+import { assertProblem } from '../helpers/assert.js'
+import { keyHelpers, postVerifyKey, startWithAdmin, type AdminSetup, type KeyHelpers } from '../helpers/session-setup.js'
 
 /**
  * POST /internal/keys/verify: the gateway's cache-miss path. A valid key answers its
@@ -11,15 +13,7 @@ import { adminClient, http, type HttpAnswer } from '../helpers/http.js'
  * refused from the format alone, without touching the database.
  */
 
-const START = Date.parse('2026-01-01T00:00:00Z')
 const HOUR_MS = 3_600_000
-const iso = (ms: number): string => new Date(ms).toISOString()
-
-function assertProblem (t: Test, answer: HttpAnswer, status: number, code: string, label = code): void {
-  t.equal(answer.status, status, `${label}: status ${status}`, { body: answer.text })
-  t.match(answer.headers['content-type'], /^application\/problem\+json/, `${label}: problem+json`)
-  t.match(answer.body, { type: `urn:portier:problem:${code}`, title: String, status, detail: String, code }, `${label}: ${code}`)
-}
 
 /**
  * A well-formed key text: the checksum recomputed the way common/api-key-format.ts
@@ -29,37 +23,17 @@ function withChecksum (body: string): string {
   return `${body}${bytesToBase62(createHash('sha256').update(body).digest().subarray(0, 8), 6)}`
 }
 
-interface Setup extends TestIdentity {
-  clock: ReturnType<typeof fakeClock>
-  admin: ReturnType<typeof adminClient>
+interface Setup extends AdminSetup, KeyHelpers {
+  /** POST /internal/keys/verify with the service credential, not checked. */
   verifyAnswer: (key: unknown) => Promise<HttpAnswer>
-  verify: (key: string) => Promise<Record<string, any>>
-  create: (body: Record<string, unknown>) => Promise<{ id: string, key: string }>
 }
 
 async function setup (t: Test): Promise<Setup> {
-  const clock = fakeClock(START)
-  const identity = await startIdentity(t, {}, { clock })
-  const admin = adminClient(identity.adminUrl, identity.adminToken)
-  const verifyAnswer = async (key: unknown): Promise<HttpAnswer> =>
-    await http(`${identity.adminUrl}/internal/keys/verify`, { bearer: identity.serviceToken, body: { key } })
+  const s = await startWithAdmin(t)
   return {
-    ...identity,
-    clock,
-    admin,
-    verifyAnswer,
-    async verify (key) {
-      const answer = await verifyAnswer(key)
-      t.equal(answer.status, 200, 'status 200', { body: answer.text })
-      t.match(answer.headers['content-type'], /^application\/json/)
-      t.equal(answer.headers['cache-control'], 'no-store', 'verification answers are not cached by intermediaries')
-      return answer.body
-    },
-    async create (body) {
-      const answer = await admin('POST', '/admin/keys', body)
-      t.equal(answer.status, 201, 'status 201', { body: answer.text })
-      return { id: answer.body.api_key.id, key: answer.body.key }
-    }
+    ...s,
+    ...keyHelpers(t, s, { verifyNoStore: true, createCheck: 'status' }),
+    verifyAnswer: async (key) => await postVerifyKey(s, key)
   }
 }
 

@@ -1,51 +1,34 @@
 import t, { type Test } from 'tap'
-import { fakeClock, startIdentity, type TestIdentity } from '../helpers/identity.js'
-import { adminClient, http, type HttpAnswer } from '../helpers/http.js'
+import { START, iso } from '../helpers/identity.js'
+import { http } from '../helpers/http.js'
+import { assertJson, assertProblem, assertStatus } from '../helpers/assert.js'
+import { openSession, startWithAdmin, type AdminSetup } from '../helpers/session-setup.js'
 
 /**
  * GET /internal/sessions/revoked?since=: how a gateway that starts late learns which
  * sessions were revoked. Without `since`, the last 600 s (an access token's lifetime).
  */
 
-const START = Date.parse('2026-01-01T00:00:00Z')
 const SESSION_MAX_MS = 30 * 86_400_000
 const PASSWORD = 'correct horse battery'
-const iso = (ms: number): string => new Date(ms).toISOString()
 
-function assertProblem (t: Test, answer: HttpAnswer, status: number, code: string, label = code): void {
-  t.equal(answer.status, status, `${label}: status ${status}`, { body: answer.text })
-  t.match(answer.headers['content-type'], /^application\/problem\+json/, `${label}: problem+json`)
-  t.match(answer.body, { type: `urn:portier:problem:${code}`, title: String, status, detail: String, code }, `${label}: ${code}`)
-}
-
-interface Setup extends TestIdentity {
-  clock: ReturnType<typeof fakeClock>
-  admin: ReturnType<typeof adminClient>
+interface Setup extends AdminSetup {
   /** Logs the user in and returns the new session's id. */
   openSession: () => Promise<string>
   revoked: (since?: string) => Promise<Record<string, any>>
 }
 
 async function setup (t: Test): Promise<Setup> {
-  const clock = fakeClock(START)
-  const identity = await startIdentity(t, {}, { clock })
-  const admin = adminClient(identity.adminUrl, identity.adminToken)
-  t.equal((await admin('POST', '/admin/users', { email: 'ada@example.com', password: PASSWORD })).status, 201)
+  const s = await startWithAdmin(t)
+  const ada = { email: 'ada@example.com', password: PASSWORD }
+  assertStatus(t, await s.admin('POST', '/admin/users', ada), 201, 'user created')
   return {
-    ...identity,
-    clock,
-    admin,
-    async openSession () {
-      const login = await http(`${identity.publicUrl}/sessions`, { body: { session: { email: 'ada@example.com', password: PASSWORD } } })
-      t.equal(login.status, 201, 'status 201', { body: login.text })
-      const payload = JSON.parse(Buffer.from(login.body.access_token.split('.')[1], 'base64url').toString()) as { sid: string }
-      return payload.sid
-    },
+    ...s,
+    openSession: async () => (await openSession(t, s, ada)).sid,
     async revoked (since) {
       const query = since !== undefined ? `?since=${encodeURIComponent(since)}` : ''
-      const answer = await http(`${identity.adminUrl}/internal/sessions/revoked${query}`, { bearer: identity.serviceToken })
-      t.equal(answer.status, 200, 'status 200', { body: answer.text })
-      t.match(answer.headers['content-type'], /^application\/json/)
+      const answer = await http(`${s.adminUrl}/internal/sessions/revoked${query}`, { bearer: s.serviceToken })
+      assertJson(t, answer, 200, 'revoked sessions')
       return answer.body
     }
   }

@@ -1,7 +1,8 @@
 import t, { type Test } from 'tap'
 import { request as httpRequest } from 'node:http'
-import { fakeClock, startIdentity } from '../helpers/identity.js'
-import { adminClient, http, type HttpAnswer } from '../helpers/http.js'
+import { http, type HttpAnswer } from '../helpers/http.js'
+import { assertJson, assertProblem, assertStatus } from '../helpers/assert.js'
+import { startWithUser } from '../helpers/session-setup.js'
 
 /**
  * Bad input on the public listener: every refusal is a problem+json with its code,
@@ -9,23 +10,16 @@ import { adminClient, http, type HttpAnswer } from '../helpers/http.js'
  * internal routes do not exist on this port.
  */
 
-const PROBLEM_JSON = 'application/problem+json; charset=utf-8'
 const BODY_LIMIT_BYTES = 2048
 /** Numeric-looking on purpose: a body `"password": 12345678901` must not be coerced to it. */
 const ADA = { email: 'ada@example.com', password: '12345678901' }
-
-function assertProblem (t: Test, answer: HttpAnswer, status: number, code: string): void {
-  t.equal(answer.status, status, answer.text)
-  t.equal(answer.headers['content-type'], PROBLEM_JSON)
-  t.match(answer.body, { type: `urn:portier:problem:${code}`, title: String, status, detail: String, code })
-}
 
 /** A 400 validation_failed whose `errors` name each violation. */
 function assertValidation (t: Test, answer: HttpAnswer, errors: Array<{ path: string, message: string | RegExp }>): void {
   assertProblem(t, answer, 400, 'validation_failed')
   t.ok(Array.isArray(answer.body.errors), 'an errors array')
   t.match(answer.body.errors, errors)
-  t.equal(answer.body.errors.length, errors.length, answer.text)
+  t.equal(answer.body.errors.length, errors.length, 'one error per violation', { body: answer.text })
 }
 
 /** node:http, so that no header is added behind our back (fetch always sends an Accept). */
@@ -47,29 +41,21 @@ async function raw (url: string, options: { method: string, headers: Record<stri
   })
 }
 
-async function startWithUser (t: Test) {
-  const clock = fakeClock()
-  const identity = await startIdentity(t, { IDENTITY_BODY_LIMIT_BYTES: String(BODY_LIMIT_BYTES) }, { clock })
-  const admin = adminClient(identity.adminUrl, identity.adminToken)
-  t.equal((await admin('PUT', '/admin/roles/reader', { permissions: ['users:list'] })).status, 200)
-  t.equal((await admin('POST', '/admin/users', { ...ADA, roles: ['reader'] })).status, 201)
-  const sessionCount = async () => {
-    const list = await admin('GET', '/admin/sessions')
-    t.equal(list.status, 200, list.text)
-    return list.body.sessions.length as number
-  }
-  const userCount = async () => (await admin('GET', '/admin/users')).body.users.length as number
-  return { ...identity, clock, admin, sessionCount, userCount }
+async function startWithCounts (t: Test) {
+  const s = await startWithUser(t, { env: { IDENTITY_BODY_LIMIT_BYTES: String(BODY_LIMIT_BYTES) }, user: ADA, checkLookups: true })
+  const sessionCount = async () => (await s.sessions()).length
+  const userCount = async () => (await s.admin('GET', '/admin/users')).body.users.length as number
+  return { ...s, sessionCount, userCount }
 }
 
 t.test('POST /sessions', async (t) => {
-  const { publicUrl, sessionCount } = await startWithUser(t)
+  const { publicUrl, sessionCount } = await startWithCounts(t)
   const post = async (body: string | object, headers: Record<string, string> = {}) =>
     await http(`${publicUrl}/sessions`, { method: 'POST', body, headers })
 
   t.test('happy: application/json with a charset parameter is JSON', async (t) => {
     const answer = await post({ session: ADA }, { 'content-type': 'application/json; charset=utf-8' })
-    t.equal(answer.status, 201, answer.text)
+    assertStatus(t, answer, 201)
   })
 
   t.test('happy: a body just under the limit is read', async (t) => {
@@ -172,7 +158,7 @@ t.test('POST /sessions', async (t) => {
 })
 
 t.test('POST /tokens and /jetons', async (t) => {
-  const { publicUrl, sessionCount } = await startWithUser(t)
+  const { publicUrl, sessionCount } = await startWithCounts(t)
   const login = await http(`${publicUrl}/sessions`, { body: { session: ADA } })
   t.equal(login.status, 201)
   const { access_token: accessToken, refresh_token: refreshToken } = login.body as { access_token: string, refresh_token: string }
@@ -211,12 +197,12 @@ t.test('POST /tokens and /jetons', async (t) => {
   t.test('nothing was written: the refresh token was not consumed and no session was opened', async (t) => {
     t.equal(await sessionCount(), 1)
     const answer = await http(`${publicUrl}/tokens`, { bearer: accessToken, body: { refresh_token: refreshToken } })
-    t.equal(answer.status, 200, answer.text)
+    assertStatus(t, answer, 200)
   })
 })
 
 t.test('unknown routes: 404 not_found', async (t) => {
-  const { publicUrl } = await startWithUser(t)
+  const { publicUrl } = await startWithCounts(t)
   for (const [method, path] of [['GET', '/nope'], ['POST', '/session'], ['GET', '/sessions'], ['GET', '/tokens'], ['PUT', '/jetons'], ['DELETE', '/sessions/other']]) {
     t.test(`${method} ${path}`, async (t) => {
       const answer = await http(`${publicUrl}${path}`, { method })
@@ -239,15 +225,14 @@ t.test('unknown routes: 404 not_found', async (t) => {
 })
 
 t.test('Accept', async (t) => {
-  const { publicUrl, sessionCount } = await startWithUser(t)
+  const { publicUrl, sessionCount } = await startWithCounts(t)
   const body = JSON.stringify({ session: ADA })
   const login = async (headers: Record<string, string>) =>
     await raw(`${publicUrl}/sessions`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body })
 
   t.test('happy: no Accept header is served', async (t) => {
     const answer = await login({})
-    t.equal(answer.status, 201, answer.text)
-    t.equal(answer.headers['content-type'], 'application/json; charset=utf-8')
+    assertJson(t, answer, 201)
   })
 
   for (const accept of ['*/*', 'application/json', 'text/html, application/json;q=0.5', 'application/*']) {
@@ -269,7 +254,7 @@ t.test('Accept', async (t) => {
 })
 
 t.test('security: admin and internal routes do not exist on the public port', async (t) => {
-  const { publicUrl, adminToken, serviceToken, userCount, sessionCount } = await startWithUser(t)
+  const { publicUrl, adminToken, serviceToken, userCount, sessionCount } = await startWithCounts(t)
   const users = await userCount()
   const cases: Array<[method: string, path: string, bearer: string, body?: unknown]> = [
     ['GET', '/admin/users', adminToken],

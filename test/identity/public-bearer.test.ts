@@ -1,7 +1,9 @@
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { SignJWT, decodeJwt, decodeProtectedHeader, generateKeyPair, type JWTPayload } from 'jose'
-import { fakeClock, startIdentity, type TestIdentity } from '../helpers/identity.js'
-import { adminClient, http, type HttpAnswer } from '../helpers/http.js'
+import type { TestIdentity } from '../helpers/identity.js'
+import { http, type HttpAnswer } from '../helpers/http.js'
+import { assertProblem, assertStatus } from '../helpers/assert.js'
+import { ADA, postLogin, startWithUser, type TokenSet } from '../helpers/session-setup.js'
 
 /**
  * The Bearer on identity's protected public routes (POST /tokens, POST /jetons,
@@ -11,35 +13,7 @@ import { adminClient, http, type HttpAnswer } from '../helpers/http.js'
  * refresh only.
  */
 
-const PROBLEM_JSON = 'application/problem+json; charset=utf-8'
-const ADA = { email: 'ada@example.com', password: 'correct horse battery staple' }
 const INVALID_TOKEN_CHALLENGE = /^Bearer realm="portier", error="invalid_token"(, error_description="[^"]*")?$/
-
-interface TokenSetBody { access_token: string, refresh_token: string }
-
-function assertProblem (t: Test, answer: HttpAnswer, status: number, code: string): void {
-  t.equal(answer.status, status, answer.text)
-  t.equal(answer.headers['content-type'], PROBLEM_JSON)
-  t.match(answer.body, { type: `urn:portier:problem:${code}`, title: String, status, detail: String, code })
-}
-
-async function startWithUser (t: Test, env: Record<string, string> = {}) {
-  const clock = fakeClock()
-  const identity = await startIdentity(t, env, { clock })
-  const admin = adminClient(identity.adminUrl, identity.adminToken)
-  t.equal((await admin('PUT', '/admin/roles/reader', { permissions: ['users:list'] })).status, 200)
-  t.equal((await admin('POST', '/admin/users', { ...ADA, roles: ['reader'] })).status, 201)
-  const login = async (): Promise<TokenSetBody> => {
-    const answer = await http(`${identity.publicUrl}/sessions`, { body: { session: ADA } })
-    t.equal(answer.status, 201, answer.text)
-    return answer.body
-  }
-  const refresh = async (bearer: string | undefined, refreshToken: string, path = '/tokens', headers: Record<string, string> = {}) =>
-    await http(`${identity.publicUrl}${path}`, { ...(bearer !== undefined ? { bearer } : {}), headers, body: { refresh_token: refreshToken } })
-  const sessionStatus = async (accessToken: string) =>
-    (await admin('GET', `/admin/sessions/${decodeJwt(accessToken).sid as string}`)).body.session.status as string
-  return { ...identity, clock, admin, login, refresh, sessionStatus }
-}
 
 const b64json = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url')
 const segments = (token: string) => {
@@ -117,7 +91,7 @@ const FORGED_BEARERS: Array<[name: string, forge: Forge]> = [
     return await signWithRealKey(identity, claims)
   }],
   ['a refresh token in place of the access token', async (_real, identity) => {
-    const answer = await http(`${identity.publicUrl}/sessions`, { body: { session: ADA } })
+    const answer = await postLogin(identity, ADA)
     return answer.body.refresh_token as string
   }],
   ['random text', async () => 'not-a-jwt-at-all']
@@ -133,7 +107,7 @@ const MALFORMED_AUTHORIZATION: Array<[name: string, header: (real: string) => st
 ]
 
 /** The protected public routes, each with how to call it for the session of `tokens`. */
-const ROUTES: Array<[name: string, call: (url: string, tokens: TokenSetBody, headers: Record<string, string>) => Promise<HttpAnswer>]> = [
+const ROUTES: Array<[name: string, call: (url: string, tokens: TokenSet, headers: Record<string, string>) => Promise<HttpAnswer>]> = [
   ['POST /tokens', async (url, tokens, headers) => await http(`${url}/tokens`, { headers, body: { refresh_token: tokens.refresh_token } })],
   ['POST /jetons', async (url, tokens, headers) => await http(`${url}/jetons`, { headers, body: { refresh_token: tokens.refresh_token } })],
   ['DELETE /sessions/current', async (url, _tokens, headers) => await http(`${url}/sessions/current`, { method: 'DELETE', headers })]
@@ -170,9 +144,9 @@ t.test('security: shared Bearer cases on every protected route', async (t) => {
       }
 
       t.test('none of the refused calls consumed the refresh token or revoked the session', async (t) => {
-        t.equal(await identity.sessionStatus(victim.access_token), 'active')
+        t.equal((await identity.session(victim.access_token)).status, 'active')
         const answer = await identity.refresh(victim.access_token, victim.refresh_token)
-        t.equal(answer.status, 200, answer.text)
+        assertStatus(t, answer, 200)
       })
     })
   }
@@ -180,26 +154,26 @@ t.test('security: shared Bearer cases on every protected route', async (t) => {
 
 t.test('security: Bearer and refresh token must belong to the same session', async (t) => {
   t.test("session B's access token with session A's refresh token: 401, and A is not revoked", async (t) => {
-    const { login, refresh, sessionStatus } = await startWithUser(t)
+    const { login, refresh, session } = await startWithUser(t)
     const a = await login()
     const b = await login()
     const answer = await refresh(b.access_token, a.refresh_token)
     assertProblem(t, answer, 401, 'refresh_token_invalid')
-    t.equal(await sessionStatus(a.access_token), 'active')
-    t.equal(await sessionStatus(b.access_token), 'active')
+    t.equal((await session(a.access_token)).status, 'active')
+    t.equal((await session(b.access_token)).status, 'active')
     const own = await refresh(a.access_token, a.refresh_token)
     t.equal(own.status, 200, "A's refresh still works afterwards")
   })
 
   t.test("a rotated refresh token of A presented with B's Bearer is not a reuse: A lives on", async (t) => {
-    const { login, refresh, sessionStatus } = await startWithUser(t)
+    const { login, refresh, session } = await startWithUser(t)
     const a = await login()
     const b = await login()
     const a2 = await refresh(a.access_token, a.refresh_token)
     t.equal(a2.status, 200)
     const answer = await refresh(b.access_token, a.refresh_token, '/jetons')
     assertProblem(t, answer, 401, 'refresh_token_invalid')
-    t.equal(await sessionStatus(a.access_token), 'active', 'someone else cannot get a session revoked')
+    t.equal((await session(a.access_token)).status, 'active', 'someone else cannot get a session revoked')
     t.equal((await refresh(a2.body.access_token, a2.body.refresh_token)).status, 200)
   })
 })
@@ -210,24 +184,24 @@ t.test('security: expiry of the access token', async (t) => {
     const first = await login()
     clock.advance(700_000)
     const viaTokens = await refresh(first.access_token, first.refresh_token, '/tokens')
-    t.equal(viaTokens.status, 200, viaTokens.text)
+    assertStatus(t, viaTokens, 200)
     clock.advance(700_000)
     const viaJetons = await refresh(first.access_token, viaTokens.body.refresh_token, '/jetons')
-    t.equal(viaJetons.status, 200, viaJetons.text)
+    assertStatus(t, viaJetons, 200)
   })
 
   t.test('an expired access token is refused for logout, and the session stays active', async (t) => {
-    const { login, clock, publicUrl, sessionStatus } = await startWithUser(t)
+    const { login, clock, logout, session } = await startWithUser(t)
     const first = await login()
     clock.advance(601_000)
-    const answer = await http(`${publicUrl}/sessions/current`, { method: 'DELETE', bearer: first.access_token })
+    const answer = await logout(first.access_token)
     assertProblem(t, answer, 401, 'invalid_token')
     t.match(answer.headers['www-authenticate'], INVALID_TOKEN_CHALLENGE)
-    t.equal(await sessionStatus(first.access_token), 'active')
+    t.equal((await session(first.access_token)).status, 'active')
   })
 
   t.test('the tolerance on /tokens is bounded by the refresh idle lifetime', async (t) => {
-    const { login, refresh, clock } = await startWithUser(t, { IDENTITY_REFRESH_IDLE_SECONDS: '3600' })
+    const { login, refresh, clock } = await startWithUser(t, { env: { IDENTITY_REFRESH_IDLE_SECONDS: '3600' } })
     const first = await login()
     clock.advance((600 + 3600 + 1) * 1000)
     const answer = await refresh(first.access_token, first.refresh_token)

@@ -1,7 +1,8 @@
 import t, { type Test } from 'tap'
 import { randomUUID } from 'node:crypto'
-import { fakeClock, startIdentity, type TestIdentity } from '../helpers/identity.js'
-import { adminClient, http, type HttpAnswer, type HttpRequest } from '../helpers/http.js'
+import type { TestIdentity } from '../helpers/identity.js'
+import { http, type HttpAnswer, type HttpRequest } from '../helpers/http.js'
+import { ADA, startWithUser } from '../helpers/session-setup.js'
 
 /**
  * Logging on the public listener: exactly one pino line per request (msg "request",
@@ -9,7 +10,6 @@ import { adminClient, http, type HttpAnswer, type HttpRequest } from '../helpers
  * password, tokens, admin or service credential, nor an argon2 hash.
  */
 
-const ADA = { email: 'ada@example.com', password: 'correct horse battery staple' }
 const WRONG_PASSWORD = 'wrong-password-Zq81-never-log-me'
 
 type LogLine = Record<string, unknown>
@@ -27,11 +27,8 @@ function linesOf (identity: TestIdentity, requestId: string): LogLine[] {
   return identity.logs.filter((line) => line.reqId === requestId)
 }
 
-async function startWithUser (t: Test) {
-  const identity = await startIdentity(t, {}, { clock: fakeClock() })
-  const admin = adminClient(identity.adminUrl, identity.adminToken)
-  t.equal((await admin('PUT', '/admin/roles/reader', { permissions: ['users:list'] })).status, 200)
-  t.equal((await admin('POST', '/admin/users', { ...ADA, roles: ['reader'] })).status, 201)
+async function startWithCalls (t: Test) {
+  const identity = await startWithUser(t)
   /** A public request tagged with its own x-request-id, so its log lines can be found. */
   const call = async (path: string, request: HttpRequest = {}): Promise<{ answer: HttpAnswer, requestId: string }> => {
     const requestId = randomUUID()
@@ -39,11 +36,11 @@ async function startWithUser (t: Test) {
     t.equal(answer.headers['x-request-id'], requestId, 'the request id is echoed')
     return { answer, requestId }
   }
-  return { ...identity, admin, call }
+  return { ...identity, call }
 }
 
 t.test('one log line per request, and no secret in any log line', async (t) => {
-  const identity = await startWithUser(t)
+  const identity = await startWithCalls(t)
   const { call } = identity
 
   const login = await call('/sessions', { body: { session: ADA } })

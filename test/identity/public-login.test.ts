@@ -1,8 +1,9 @@
 import t, { type Test } from 'tap'
 import argon2 from 'argon2'
 import { decodeJwt } from 'jose'
-import { fakeClock, startIdentity } from '../helpers/identity.js'
-import { adminClient, http, type HttpAnswer } from '../helpers/http.js'
+import { fakeClock } from '../helpers/identity.js'
+import { PROBLEM_JSON, assertJson, assertProblem, assertStatus } from '../helpers/assert.js'
+import { ADA, startWithUser as startWithAda } from '../helpers/session-setup.js'
 import { loadIdentityConfig } from '../../identity/config.js'
 import { createLogin } from '../../identity/services/login.js'
 import { createLoginThrottle } from '../../identity/services/login-throttle.js'
@@ -17,9 +18,6 @@ import type { UserRecord, UsersStore } from '../../identity/store/users-store.js
  * records about its client.
  */
 
-const PROBLEM_JSON = 'application/problem+json; charset=utf-8'
-const JSON_TYPE = 'application/json; charset=utf-8'
-const ADA = { email: 'ada@example.com', password: 'correct horse battery staple' }
 const INVALID_CREDENTIALS = {
   type: 'urn:portier:problem:invalid_credentials',
   title: 'Invalid credentials',
@@ -28,36 +26,17 @@ const INVALID_CREDENTIALS = {
   code: 'invalid_credentials'
 }
 
-function assertProblem (t: Test, answer: HttpAnswer, status: number, code: string): void {
-  t.equal(answer.status, status, answer.text)
-  t.equal(answer.headers['content-type'], PROBLEM_JSON)
-  t.match(answer.body, { type: `urn:portier:problem:${code}`, title: String, status, detail: String, code })
-}
-
-async function startWithUser (t: Test, env: Record<string, string> = {}) {
-  const clock = fakeClock()
-  const identity = await startIdentity(t, env, { clock })
-  const admin = adminClient(identity.adminUrl, identity.adminToken)
-  t.equal((await admin('PUT', '/admin/roles/reader', { permissions: ['users:list', 'users:read'] })).status, 200)
-  const created = await admin('POST', '/admin/users', { ...ADA, roles: ['reader'] })
-  t.equal(created.status, 201, created.text)
-  const userId = created.body.user.id as string
-  const login = async (credentials: { email: string, password: unknown }, headers: Record<string, string> = {}) =>
-    await http(`${identity.publicUrl}/sessions`, { body: { session: credentials }, headers })
-  const sessionsOf = async (id = userId) => {
-    const list = await admin('GET', `/admin/sessions?user_id=${id}`)
-    t.equal(list.status, 200, list.text)
-    return list.body.sessions as Array<Record<string, unknown>>
-  }
-  return { ...identity, clock, admin, userId, login, sessionsOf }
+/** Ada holds `reader` (users:list, users:read); `login` here is any POST /sessions, unchecked. */
+async function startWithUser (t: Test) {
+  const s = await startWithAda(t, { roles: { reader: ['users:list', 'users:read'] }, checkLookups: true })
+  return { ...s, login: s.loginAs, sessionsOf: async () => await s.sessions(s.userId) }
 }
 
 t.test('happy', async (t) => {
   t.test('a right e-mail and password get 201 and a token set that is not cached', async (t) => {
     const { login, clock } = await startWithUser(t)
     const answer = await login(ADA)
-    t.equal(answer.status, 201, answer.text)
-    t.equal(answer.headers['content-type'], JSON_TYPE)
+    assertJson(t, answer, 201)
     t.equal(answer.headers['cache-control'], 'no-store')
     t.same(Object.keys(answer.body).sort(), ['access_token', 'expires_in', 'refresh_token', 'token_type'])
     t.match(answer.body, {
@@ -72,15 +51,15 @@ t.test('happy', async (t) => {
   t.test('the e-mail is matched case-insensitively and trimmed', async (t) => {
     const { login } = await startWithUser(t)
     const answer = await login({ email: '  ADA@Example.COM ', password: ADA.password })
-    t.equal(answer.status, 201, answer.text)
+    assertStatus(t, answer, 201)
   })
 
   t.test('each login opens its own session, recording IP address and user agent', async (t) => {
     const { login, sessionsOf, userId } = await startWithUser(t)
     const first = await login(ADA, { 'user-agent': 'PortierTest/1.0 (laptop)' })
-    t.equal(first.status, 201, first.text)
+    assertStatus(t, first, 201)
     const second = await login(ADA, { 'user-agent': 'PortierTest/2.0 (phone)' })
-    t.equal(second.status, 201, second.text)
+    assertStatus(t, second, 201)
     const firstSid = decodeJwt(first.body.access_token).sid
     const secondSid = decodeJwt(second.body.access_token).sid
     t.not(firstSid, secondSid)
@@ -108,7 +87,7 @@ t.test('error', async (t) => {
     const unknown = await login({ email: 'nobody@example.com', password: ADA.password })
     const wrong = await login({ email: ADA.email, password: 'not the password' })
     for (const answer of [unknown, wrong]) {
-      t.equal(answer.status, 401, answer.text)
+      assertStatus(t, answer, 401)
       t.equal(answer.headers['content-type'], PROBLEM_JSON)
       t.equal(answer.headers['www-authenticate'], 'Bearer realm="portier"')
     }
@@ -122,7 +101,7 @@ t.test('error', async (t) => {
   t.test('a disabled user with the right password gets 401 user_disabled and no session', async (t) => {
     const { login, admin, userId, sessionsOf } = await startWithUser(t)
     const disabled = await admin('POST', `/admin/users/${userId}/disable`)
-    t.equal(disabled.status, 200, disabled.text)
+    assertStatus(t, disabled, 200)
     const answer = await login(ADA)
     assertProblem(t, answer, 401, 'user_disabled')
     t.same(answer.body, {
@@ -154,23 +133,28 @@ t.test('security', async (t) => {
   t.test('X-Forwarded-For is ignored when no proxy is trusted (the IP cannot be spoofed)', async (t) => {
     const { login, sessionsOf } = await startWithUser(t)
     const answer = await login(ADA, { 'x-forwarded-for': '203.0.113.7' })
-    t.equal(answer.status, 201, answer.text)
+    assertStatus(t, answer, 201)
     t.match(await sessionsOf(), [{ ip_address: '127.0.0.1' }])
   })
 
   t.test('an oversized user agent is cut to 512 characters', async (t) => {
     const { login, sessionsOf } = await startWithUser(t)
     const answer = await login(ADA, { 'user-agent': 'U'.repeat(2000) })
-    t.equal(answer.status, 201, answer.text)
+    assertStatus(t, answer, 201)
     const [session] = await sessionsOf()
     t.equal((session?.user_agent as string).length, 512)
   })
 
   t.test('the password is compared exactly: a case or whitespace variant is refused', async (t) => {
     const { login } = await startWithUser(t)
-    for (const password of [ADA.password.toUpperCase(), ` ${ADA.password}`, `${ADA.password} `]) {
+    const variants: Array<[label: string, password: string]> = [
+      ['upper case', ADA.password.toUpperCase()],
+      ['a leading space', ` ${ADA.password}`],
+      ['a trailing space', `${ADA.password} `]
+    ]
+    for (const [label, password] of variants) {
       const answer = await login({ email: ADA.email, password })
-      t.equal(answer.status, 401, password)
+      assertStatus(t, answer, 401, `the password with ${label}: status 401`)
       t.same(answer.body, INVALID_CREDENTIALS)
     }
   })

@@ -1,40 +1,8 @@
-import t, { type Test } from 'tap'
-import { decodeJwt } from 'jose'
-import { fakeClock, startIdentity } from '../helpers/identity.js'
-import { adminClient, http, type HttpAnswer } from '../helpers/http.js'
+import t from 'tap'
+import { assertProblem, assertStatus } from '../helpers/assert.js'
+import { startWithUser } from '../helpers/session-setup.js'
 
 /** DELETE /sessions/current: a user ends their own session with its access token. */
-
-const PROBLEM_JSON = 'application/problem+json; charset=utf-8'
-const ADA = { email: 'ada@example.com', password: 'correct horse battery staple' }
-
-interface TokenSetBody { access_token: string, refresh_token: string }
-
-function assertProblem (t: Test, answer: HttpAnswer, status: number, code: string): void {
-  t.equal(answer.status, status, answer.text)
-  t.equal(answer.headers['content-type'], PROBLEM_JSON)
-  t.match(answer.body, { type: `urn:portier:problem:${code}`, title: String, status, detail: String, code })
-}
-
-async function startWithUser (t: Test) {
-  const clock = fakeClock()
-  const identity = await startIdentity(t, {}, { clock })
-  const admin = adminClient(identity.adminUrl, identity.adminToken)
-  t.equal((await admin('PUT', '/admin/roles/reader', { permissions: ['users:list'] })).status, 200)
-  t.equal((await admin('POST', '/admin/users', { ...ADA, roles: ['reader'] })).status, 201)
-  const login = async (): Promise<TokenSetBody> => {
-    const answer = await http(`${identity.publicUrl}/sessions`, { body: { session: ADA } })
-    t.equal(answer.status, 201, answer.text)
-    return answer.body
-  }
-  const refresh = async (tokens: TokenSetBody, path = '/tokens') =>
-    await http(`${identity.publicUrl}${path}`, { bearer: tokens.access_token, body: { refresh_token: tokens.refresh_token } })
-  const logout = async (headers: Record<string, string>) =>
-    await http(`${identity.publicUrl}/sessions/current`, { method: 'DELETE', headers })
-  const session = async (accessToken: string) =>
-    (await admin('GET', `/admin/sessions/${decodeJwt(accessToken).sid as string}`)).body.session as Record<string, unknown>
-  return { ...identity, clock, login, refresh, logout, session }
-}
 
 t.test('happy', async (t) => {
   t.test('logout with the Bearer is 204 with no body, and revokes the session', async (t) => {
@@ -42,7 +10,7 @@ t.test('happy', async (t) => {
     const tokens = await login()
     clock.advance(42_000)
     const answer = await logout({ authorization: `Bearer ${tokens.access_token}` })
-    t.equal(answer.status, 204, answer.text)
+    assertStatus(t, answer, 204)
     t.equal(answer.text, '')
     t.notOk('content-type' in answer.headers, 'a 204 carries no body type')
     t.match(await session(tokens.access_token), {

@@ -1,7 +1,8 @@
 import t, { type Test } from 'tap'
 import { decodeJwt } from 'jose'
-import { fakeClock, startIdentity } from '../helpers/identity.js'
-import { adminClient, http, type HttpAnswer } from '../helpers/http.js'
+import type { HttpAnswer } from '../helpers/http.js'
+import { PROBLEM_JSON, assertJson, assertProblem, assertStatus } from '../helpers/assert.js'
+import { startWithUser as startWithAda, type SessionTokens, type UserSetup } from '../helpers/session-setup.js'
 
 /**
  * POST /tokens and POST /jetons: rotation on every use, reuse detection that revokes
@@ -9,40 +10,11 @@ import { adminClient, http, type HttpAnswer } from '../helpers/http.js'
  * exactly one winner among concurrent refreshes, and the idle and absolute lifetimes.
  */
 
-const PROBLEM_JSON = 'application/problem+json; charset=utf-8'
-const JSON_TYPE = 'application/json; charset=utf-8'
-const ADA = { email: 'ada@example.com', password: 'correct horse battery staple' }
 const REFRESH_PATHS = ['/tokens', '/jetons'] as const
 
-interface TokenSetBody { token_type: string, expires_in: number, access_token: string, refresh_token: string }
-
-function assertProblem (t: Test, answer: HttpAnswer, status: number, code: string): void {
-  t.equal(answer.status, status, answer.text)
-  t.equal(answer.headers['content-type'], PROBLEM_JSON)
-  t.match(answer.body, { type: `urn:portier:problem:${code}`, title: String, status, detail: String, code })
-}
-
-async function startWithUser (t: Test, env: Record<string, string> = {}) {
-  const clock = fakeClock()
-  const identity = await startIdentity(t, env, { clock })
-  const admin = adminClient(identity.adminUrl, identity.adminToken)
-  t.equal((await admin('PUT', '/admin/roles/reader', { permissions: ['users:list'] })).status, 200)
-  const created = await admin('POST', '/admin/users', { ...ADA, roles: ['reader'] })
-  t.equal(created.status, 201, created.text)
-  const login = async (): Promise<TokenSetBody> => {
-    const answer = await http(`${identity.publicUrl}/sessions`, { body: { session: ADA } })
-    t.equal(answer.status, 201, answer.text)
-    return answer.body
-  }
-  const refresh = async (bearer: string, refreshToken: string, path = '/tokens') =>
-    await http(`${identity.publicUrl}${path}`, { bearer, body: { refresh_token: refreshToken } })
-  const logout = async (bearer: string) => await http(`${identity.publicUrl}/sessions/current`, { method: 'DELETE', bearer })
-  const session = async (accessToken: string) => {
-    const answer = await admin('GET', `/admin/sessions/${decodeJwt(accessToken).sid as string}`)
-    t.equal(answer.status, 200, answer.text)
-    return answer.body.session as Record<string, unknown>
-  }
-  return { ...identity, clock, admin, userId: created.body.user.id as string, login, refresh, logout, session }
+/** Ada holds `reader` (users:list); the session look-ups are checked. */
+async function startWithUser (t: Test, env: Record<string, string> = {}): Promise<UserSetup> {
+  return await startWithAda(t, { env, checkLookups: true })
 }
 
 t.test('happy', async (t) => {
@@ -52,8 +24,7 @@ t.test('happy', async (t) => {
       const first = await login()
       clock.advance(30_000)
       const answer = await refresh(first.access_token, first.refresh_token, path)
-      t.equal(answer.status, 200, answer.text)
-      t.equal(answer.headers['content-type'], JSON_TYPE)
+      assertJson(t, answer, 200)
       t.equal(answer.headers['cache-control'], 'no-store')
       t.same(Object.keys(answer.body).sort(), ['access_token', 'expires_in', 'refresh_token', 'token_type'])
       t.match(answer.body, { token_type: 'Bearer', expires_in: 600, access_token: String, refresh_token: /^prt_[0-9A-Za-z]{43}$/ })
@@ -75,7 +46,7 @@ t.test('happy', async (t) => {
     const seen = new Set([current.refresh_token])
     for (const path of ['/tokens', '/jetons', '/tokens', '/jetons']) {
       const answer = await refresh(current.access_token, current.refresh_token, path)
-      t.equal(answer.status, 200, answer.text)
+      assertStatus(t, answer, 200)
       t.notOk(seen.has(answer.body.refresh_token), 'a refresh token never seen before')
       seen.add(answer.body.refresh_token)
       current = answer.body
@@ -102,7 +73,7 @@ t.test('happy', async (t) => {
     t.same(decodeJwt(first.access_token).permissions, ['users:list'])
     t.equal((await admin('PUT', '/admin/roles/reader', { permissions: ['users:list', 'users:read'] })).status, 200)
     const answer = await refresh(first.access_token, first.refresh_token)
-    t.equal(answer.status, 200, answer.text)
+    assertStatus(t, answer, 200)
     t.same(decodeJwt(answer.body.access_token).permissions, ['users:list', 'users:read'])
   })
 })
@@ -125,7 +96,7 @@ t.test('error', async (t) => {
     t.equal(kept.status, 200, 'one second before the idle limit it works, and the new token starts a new idle period')
     clock.advance(3_599_000)
     const again = await refresh(kept.body.access_token, kept.body.refresh_token)
-    t.equal(again.status, 200, again.text)
+    assertStatus(t, again, 200)
     clock.advance(3_600_000)
     const expired = await refresh(again.body.access_token, again.body.refresh_token)
     assertProblem(t, expired, 401, 'refresh_token_expired')
@@ -144,7 +115,7 @@ t.test('error', async (t) => {
     const first = await login()
     clock.advance(1_000_000)
     const middle = await refresh(first.access_token, first.refresh_token)
-    t.equal(middle.status, 200, middle.text)
+    assertStatus(t, middle, 200)
     clock.advance(799_000)
     const last = await refresh(middle.body.access_token, middle.body.refresh_token)
     t.equal(last.status, 200, 'one second before the absolute limit it still works')
@@ -221,10 +192,10 @@ t.test('security: reuse detection', async (t) => {
       t.match(await session(first.access_token), { status: 'active', revoked_at: null })
     })
 
-    let next: TokenSetBody
+    let next: SessionTokens
     t.test("the winner's new refresh token still works", async (t) => {
       const answer = await refresh(winner.body.access_token, winner.body.refresh_token)
-      t.equal(answer.status, 200, answer.text)
+      assertStatus(t, answer, 200)
       next = answer.body
     })
 
@@ -250,7 +221,7 @@ t.test('security: concurrent refreshes of one refresh token', async (t) => {
       const losers = answers.filter((a) => a.status !== 200)
       t.equal(losers.length, count - 1)
       for (const loser of losers) {
-        t.equal(loser.status, 401, loser.text)
+        assertStatus(t, loser, 401)
         t.equal(loser.headers['content-type'], PROBLEM_JSON)
         t.match(loser.body.code, /^(refresh_token_reused|session_revoked)$/)
       }
@@ -270,7 +241,7 @@ t.test('security: concurrent refreshes of one refresh token', async (t) => {
     const codes = answers.filter((a) => a.status !== 200).map((a) => `${a.status} ${String(a.body.code)}`)
     t.same(codes, Array.from({ length: 49 }, () => '401 refresh_token_superseded'))
     t.match(await session(first.access_token), { status: 'active' })
-    const winner = winners[0] as HttpAnswer<TokenSetBody>
+    const winner = winners[0] as HttpAnswer<SessionTokens>
     t.equal((await refresh(winner.body.access_token, winner.body.refresh_token)).status, 200, "the winner's token set works")
   })
 })

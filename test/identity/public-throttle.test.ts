@@ -1,6 +1,7 @@
 import t, { type Test } from 'tap'
-import { fakeClock, startIdentity } from '../helpers/identity.js'
-import { adminClient, http, type HttpAnswer } from '../helpers/http.js'
+import type { HttpAnswer } from '../helpers/http.js'
+import { assertProblem, assertStatus } from '../helpers/assert.js'
+import { ADA, startWithUser } from '../helpers/session-setup.js'
 
 /**
  * Login throttling: repeated failures for one e-mail or from one IP get 429
@@ -8,15 +9,7 @@ import { adminClient, http, type HttpAnswer } from '../helpers/http.js'
  * ends; it can be turned off.
  */
 
-const PROBLEM_JSON = 'application/problem+json; charset=utf-8'
-const ADA = { email: 'ada@example.com', password: 'correct horse battery staple' }
 const WINDOW_SECONDS = 900
-
-function assertProblem (t: Test, answer: HttpAnswer, status: number, code: string): void {
-  t.equal(answer.status, status, answer.text)
-  t.equal(answer.headers['content-type'], PROBLEM_JSON)
-  t.match(answer.body, { type: `urn:portier:problem:${code}`, title: String, status, detail: String, code })
-}
 
 /** A 429 login_throttled with a Retry-After of whole seconds; returns those seconds. */
 function assertThrottled (t: Test, answer: HttpAnswer): number {
@@ -36,16 +29,11 @@ function assertThrottled (t: Test, answer: HttpAnswer): number {
 }
 
 async function startWithUsers (t: Test, env: Record<string, string>) {
-  const clock = fakeClock()
-  const identity = await startIdentity(t, { IDENTITY_LOGIN_THROTTLE_WINDOW_SECONDS: String(WINDOW_SECONDS), ...env }, { clock })
-  const admin = adminClient(identity.adminUrl, identity.adminToken)
-  t.equal((await admin('PUT', '/admin/roles/reader', { permissions: ['users:list'] })).status, 200)
-  t.equal((await admin('POST', '/admin/users', { ...ADA, roles: ['reader'] })).status, 201)
-  t.equal((await admin('POST', '/admin/users', { email: 'bob@example.com', password: 'bob has a long password', roles: [] })).status, 201)
-  const login = async (email: string, password: string, headers: Record<string, string> = {}) =>
-    await http(`${identity.publicUrl}/sessions`, { body: { session: { email, password } }, headers })
-  const sessionCount = async () => (await admin('GET', '/admin/sessions')).body.sessions.length as number
-  return { ...identity, clock, login, sessionCount }
+  const s = await startWithUser(t, { env: { IDENTITY_LOGIN_THROTTLE_WINDOW_SECONDS: String(WINDOW_SECONDS), ...env } })
+  t.equal((await s.admin('POST', '/admin/users', { email: 'bob@example.com', password: 'bob has a long password', roles: [] })).status, 201)
+  const login = async (email: string, password: string, headers: Record<string, string> = {}) => await s.loginAs({ email, password }, headers)
+  const sessionCount = async () => (await s.sessions()).length
+  return { ...s, login, sessionCount }
 }
 
 t.test('per e-mail (IDENTITY_LOGIN_MAX_FAILURES_PER_EMAIL=3)', async (t) => {
@@ -68,7 +56,7 @@ t.test('per e-mail (IDENTITY_LOGIN_MAX_FAILURES_PER_EMAIL=3)', async (t) => {
     t.equal(assertThrottled(t, await login(ADA.email, ADA.password)), 1, 'one second before the end')
     clock.advance(1_000)
     const after = await login(ADA.email, ADA.password)
-    t.equal(after.status, 201, after.text)
+    assertStatus(t, after, 201)
     t.equal(await sessionCount(), 1)
   })
 
@@ -151,7 +139,7 @@ t.test('IDENTITY_LOGIN_THROTTLE_ENABLED=false turns throttling off', async (t) =
     assertProblem(t, answer, 401, 'invalid_credentials')
   }
   const answer = await login(ADA.email, ADA.password)
-  t.equal(answer.status, 201, answer.text)
+  assertStatus(t, answer, 201)
 })
 
 t.test('throttling is on by default (5 failures per e-mail)', async (t) => {

@@ -1,7 +1,8 @@
 import t, { type Test } from 'tap'
 import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, importJWK, jwtVerify, type JWK } from 'jose'
-import { fakeClock, startIdentity } from '../helpers/identity.js'
-import { adminClient, http } from '../helpers/http.js'
+import { http } from '../helpers/http.js'
+import { assertJson, assertStatus } from '../helpers/assert.js'
+import { startWithUser as startWithAda } from '../helpers/session-setup.js'
 
 /**
  * Access tokens (RFC 9068 JWTs) and the JWKS that verifies them: header, claims,
@@ -9,31 +10,19 @@ import { adminClient, http } from '../helpers/http.js'
  * and signing key rotation with the old key published until its tokens expired.
  */
 
-const JSON_TYPE = 'application/json; charset=utf-8'
-const ADA = { email: 'ada@example.com', password: 'correct horse battery staple' }
 /** Access token lifetime (the contract) plus the clock skew a retired key stays published for. */
 const TOKEN_TTL_MS = 600_000
 const PUBLISH_SKEW_MS = 60_000
 
+/** Ada holds `reader` (users:read, users:list) and `tasker` (tasks:*). */
 async function startWithUser (t: Test, env: Record<string, string> = {}) {
-  const clock = fakeClock()
-  const identity = await startIdentity(t, env, { clock })
-  const admin = adminClient(identity.adminUrl, identity.adminToken)
-  t.equal((await admin('PUT', '/admin/roles/reader', { permissions: ['users:read', 'users:list'] })).status, 200)
-  t.equal((await admin('PUT', '/admin/roles/tasker', { permissions: ['tasks:*'] })).status, 200)
-  const created = await admin('POST', '/admin/users', { ...ADA, roles: ['reader', 'tasker'] })
-  t.equal(created.status, 201, created.text)
-  const login = async () => {
-    const answer = await http(`${identity.publicUrl}/sessions`, { body: { session: ADA } })
-    t.equal(answer.status, 201, answer.text)
-    return answer.body as { access_token: string, refresh_token: string }
-  }
+  const s = await startWithAda(t, { env, roles: { reader: ['users:read', 'users:list'], tasker: ['tasks:*'] } })
   const jwks = async () => {
-    const answer = await http(`${identity.publicUrl}/.well-known/jwks.json`)
-    t.equal(answer.status, 200, answer.text)
+    const answer = await http(`${s.publicUrl}/.well-known/jwks.json`)
+    assertStatus(t, answer, 200, 'JWKS')
     return answer.body.keys as Array<Record<string, unknown>>
   }
-  return { ...identity, clock, admin, userId: created.body.user.id as string, login, jwks }
+  return { ...s, jwks }
 }
 
 t.test('happy', async (t) => {
@@ -93,8 +82,7 @@ t.test('happy', async (t) => {
   t.test('the JWKS publishes public members only, with use sig and the alg of each key', async (t) => {
     const { publicUrl } = await startWithUser(t)
     const answer = await http(`${publicUrl}/.well-known/jwks.json`)
-    t.equal(answer.status, 200)
-    t.equal(answer.headers['content-type'], JSON_TYPE)
+    assertJson(t, answer, 200)
     t.equal(answer.headers['cache-control'], 'public, max-age=60')
     t.same(Object.keys(answer.body), ['keys'])
     t.equal(answer.body.keys.length, 1)
@@ -125,22 +113,22 @@ t.test('happy', async (t) => {
   })
 
   t.test('ES256 tokens are accepted for refresh', async (t) => {
-    const { login, publicUrl } = await startWithUser(t, { IDENTITY_SIGNING_ALG: 'ES256' })
+    const { login, refresh } = await startWithUser(t, { IDENTITY_SIGNING_ALG: 'ES256' })
     const first = await login()
-    const refreshed = await http(`${publicUrl}/tokens`, { bearer: first.access_token, body: { refresh_token: first.refresh_token } })
-    t.equal(refreshed.status, 200, refreshed.text)
+    const refreshed = await refresh(first)
+    assertStatus(t, refreshed, 200)
     t.equal(decodeProtectedHeader(refreshed.body.access_token).alg, 'ES256')
   })
 })
 
 t.test('signing key rotation', async (t) => {
-  const { login, jwks, admin, clock, publicUrl } = await startWithUser(t)
+  const { login, refresh, jwks, admin, clock, publicUrl } = await startWithUser(t)
   const beforeRotation = await login()
   const spare = await login() // a session whose refresh token is still unused when the old key leaves the JWKS
   const oldKid = decodeProtectedHeader(beforeRotation.access_token).kid as string
 
   const rotated = await admin('POST', '/admin/signing-keys/rotate')
-  t.equal(rotated.status, 200, rotated.text)
+  assertStatus(t, rotated, 200)
   t.match(rotated.body, { signing_key: { kid: String, alg: 'EdDSA', status: 'active', retired_at: null, publish_until: null } })
   const newKid = rotated.body.signing_key.kid as string
   t.not(newKid, oldKid)
@@ -168,8 +156,8 @@ t.test('signing key rotation', async (t) => {
       algorithms: ['EdDSA'], issuer: 'portier-identity', audience: 'portier-gateway', typ: 'at+jwt', currentDate: new Date(clock.now())
     })
     t.equal(protectedHeader.kid, oldKid)
-    const refreshed = await http(`${publicUrl}/tokens`, { bearer: beforeRotation.access_token, body: { refresh_token: beforeRotation.refresh_token } })
-    t.equal(refreshed.status, 200, refreshed.text)
+    const refreshed = await refresh(beforeRotation)
+    assertStatus(t, refreshed, 200)
     t.equal(decodeProtectedHeader(refreshed.body.access_token).kid, newKid, 'the refreshed token is signed by the new key')
   })
 
@@ -185,8 +173,8 @@ t.test('signing key rotation', async (t) => {
   })
 
   t.test('an expired old-key token is still tolerated for refresh after the key left the JWKS', async (t) => {
-    const refreshed = await http(`${publicUrl}/jetons`, { bearer: spare.access_token, body: { refresh_token: spare.refresh_token } })
-    t.equal(refreshed.status, 200, refreshed.text)
+    const refreshed = await refresh(spare, '/jetons')
+    assertStatus(t, refreshed, 200)
     t.equal(decodeProtectedHeader(refreshed.body.access_token).kid, newKid)
   })
 })

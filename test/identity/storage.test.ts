@@ -36,8 +36,15 @@ t.test('security: only hashes are stored, never passwords, key secrets or refres
 
   const files = [ctx.databasePath, `${ctx.databasePath}-wal`].filter(existsSync)
   const bytes = files.map((f) => readFileSync(f).toString('latin1')).join('')
-  for (const secret of [PASSWORD, key.body.key, rotated.body.key, login.body.refresh_token, refreshed.body.refresh_token]) {
-    t.notOk(bytes.includes(secret), `the database never holds ${secret.slice(0, 6)}…`)
+  const secrets: Array<[name: string, secret: string]> = [
+    ['the password', PASSWORD],
+    ['the API key', key.body.key],
+    ['the rotated API key', rotated.body.key],
+    ['the login refresh token', login.body.refresh_token],
+    ['the refreshed refresh token', refreshed.body.refresh_token]
+  ]
+  for (const [name, secret] of secrets) {
+    t.notOk(bytes.includes(secret), `the database never holds ${name}`)
   }
   // The secret part alone (without prefix and checksum) is not stored either.
   t.notOk(bytes.includes((key.body.key as string).slice(17, 60)))
