@@ -43,7 +43,9 @@ export function loggerOptions (options: LoggerOptions): FastifyServerOptions['lo
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
     ...(options.stream !== undefined ? { stream: options.stream } : {}),
     serializers: {
-      req: (req: { method: string, url: string, id: string }) => ({ method: req.method, url: stripQuery(req.url), id: req.id })
+      // Only these three members, whatever was passed: never headers or a body.
+      req: (req: { method?: unknown, url?: unknown, id?: unknown }) =>
+        ({ method: req.method, url: typeof req.url === 'string' ? stripQuery(req.url) : undefined, id: req.id })
     }
   } as FastifyServerOptions['logger']
 }

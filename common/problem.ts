@@ -11,10 +11,8 @@ const PROBLEM_TYPE_PREFIX = 'urn:portier:problem:'
 const MAX_REPORTED_VIOLATIONS = 20
 /** RFC 9110 §15.5.2: every 401 names a scheme; RFC 6750 §3 gives Bearer's syntax. */
 export const BEARER_CHALLENGE = 'Bearer realm="portier"'
-export function bearerChallenge (error?: 'invalid_token' | 'invalid_request' | 'insufficient_scope', description?: string): string {
-  if (error === undefined) return BEARER_CHALLENGE
-  const desc = description !== undefined ? `, error_description="${description.replaceAll('"', "'")}"` : ''
-  return `${BEARER_CHALLENGE}, error="${error}"${desc}`
+export function bearerChallenge (error: 'invalid_token' | 'invalid_request' | 'insufficient_scope'): string {
+  return `${BEARER_CHALLENGE}, error="${error}"`
 }
 
 export interface ProblemBody {
@@ -133,15 +131,16 @@ function genericClientProblem (status: number): PortierProblem {
   return factory()
 }
 
-export function problemBody (problem: PortierProblem, transformExtensions?: (ext: Record<string, unknown>) => Record<string, unknown>): ProblemBody {
+export function problemBody (problem: PortierProblem): ProblemBody {
   const extensions = problem.extensions ?? {}
+  // Extension members first: none can overwrite a standard member (RFC 9457 §3.2).
   return {
+    ...extensions,
     type: `${PROBLEM_TYPE_PREFIX}${problem.code}`,
     title: problem.title,
     status: problem.statusCode ?? 500,
     detail: problem.message,
-    code: problem.code,
-    ...(transformExtensions !== undefined ? transformExtensions(extensions) : extensions)
+    code: problem.code
   }
 }
 

@@ -38,7 +38,6 @@ export interface Identity {
   adminApp: FastifyInstance
   services: IdentityServices
   db: Db
-  events: EventBus
   close: () => Promise<void>
 }
 
@@ -91,7 +90,6 @@ export async function buildIdentity (config: IdentityConfig, options: BuildIdent
     adminApp: adminApp as unknown as FastifyInstance,
     services,
     db,
-    events,
     async close () {
       if (closed) return
       closed = true

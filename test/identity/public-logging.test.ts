@@ -2,6 +2,7 @@ import t, { type Test } from 'tap'
 import { randomUUID } from 'node:crypto'
 import type { TestIdentity } from '../helpers/identity.js'
 import { http, type HttpAnswer, type HttpRequest } from '../helpers/http.js'
+import { generateApiKey } from '../../common/api-key-format.js'
 import { ADA, startWithUser } from '../helpers/session-setup.js'
 
 /**
@@ -11,6 +12,8 @@ import { ADA, startWithUser } from '../helpers/session-setup.js'
  */
 
 const WRONG_PASSWORD = 'wrong-password-Zq81-never-log-me'
+const API_KEY = generateApiKey().key
+const COOKIE = 'session=c00kie-Zq81-never-log-me'
 
 type LogLine = Record<string, unknown>
 
@@ -66,6 +69,8 @@ t.test('one log line per request, and no secret in any log line', async (t) => {
   t.equal(secretInQuery.answer.status, 201)
   const jwks = await call('/.well-known/jwks.json')
   t.equal(jwks.answer.status, 200)
+  const withKey = await call('/.well-known/jwks.json', { headers: { 'x-api-key': API_KEY, cookie: COOKIE }, bearer: latest.access_token })
+  t.equal(withKey.answer.status, 200)
 
   const expected: Array<[name: string, requestId: string, method: string, url: string, status: number]> = [
     ['login', login.requestId, 'POST', '/sessions', 201],
@@ -77,7 +82,8 @@ t.test('one log line per request, and no secret in any log line', async (t) => {
     ['malformed body', malformed.requestId, 'POST', '/sessions', 400],
     ['refresh token reuse', reuse.requestId, 'POST', '/tokens', 401],
     ['login with a secret in the query string', secretInQuery.requestId, 'POST', '/sessions', 201],
-    ['jwks', jwks.requestId, 'GET', '/.well-known/jwks.json', 200]
+    ['jwks', jwks.requestId, 'GET', '/.well-known/jwks.json', 200],
+    ['jwks with an x-api-key, a cookie and a Bearer', withKey.requestId, 'GET', '/.well-known/jwks.json', 200]
   ]
   t.ok(await until(() => expected.every(([, id]) => linesOf(identity, id).some((l) => l.msg === 'request'))), 'every request was logged')
   // One more request, logged after all the others: any duplicate line would be written by now.
@@ -109,6 +115,9 @@ t.test('one log line per request, and no secret in any log line', async (t) => {
       ['the admin token', identity.adminToken],
       ['the service token', identity.serviceToken],
       ['an argon2 hash', '$argon2'],
+      ['the x-api-key', API_KEY],
+      ['the secret part of the x-api-key', API_KEY.slice(17)],
+      ['the cookie', COOKIE],
       ['a refresh token prefix with its secret', 'prt_']
     ]
     for (const [name, value] of secrets) t.notOk(text.includes(value), `not logged: ${name}`)

@@ -84,3 +84,22 @@ t.test('error: a multi-step change that fails half-way leaves nothing behind', a
   t.equal((await admin('POST', '/admin/keys', { name: 'half', permissions: [] })).status, 500)
   t.equal(count('api_keys'), 0, 'no key without its secret')
 })
+
+t.test('happy: configured argon2 parameters are used, and a login upgrades an older hash', async (t) => {
+  const databasePath = join(tempDir(t), 'rehash.db')
+  const hashOf = (path: string): string => {
+    const db = new Database(path, { readonly: true })
+    try { return db.prepare('SELECT password_hash FROM users').pluck().get() as string } finally { db.close() }
+  }
+  const before = await startIdentity(t, {}, { databasePath })
+  await adminClient(before.adminUrl, before.adminToken)('POST', '/admin/users', { email: 'old@example.com', password: PASSWORD, roles: [] })
+  await before.identity.close()
+  t.match(hashOf(databasePath), /^\$argon2id\$v=19\$m=19456,p=1,t=2\$/, 'created with the defaults')
+
+  const stronger = { IDENTITY_ARGON2_MEMORY_KIB: '47104', IDENTITY_ARGON2_TIME_COST: '1' }
+  const after = await startIdentity(t, stronger, { databasePath })
+  const login = await http(`${after.publicUrl}/sessions`, { body: { session: { email: 'old@example.com', password: PASSWORD } } })
+  t.equal(login.status, 201, 'the old hash still verifies')
+  await after.identity.close()
+  t.match(hashOf(databasePath), /^\$argon2id\$v=19\$m=47104,p=1,t=1\$/, 'the login re-hashed with the configured parameters')
+})
