@@ -1,0 +1,53 @@
+import type { FastifyInstance } from 'fastify'
+import { validateConfig } from '../common/config.js'
+import { createHttpApp } from '../common/http-app.js'
+import { UpstreamMockOptionsSchema, type ValidUpstreamMockOptions } from './config.js'
+import { echoRoutes } from './echo.js'
+import { edgeBodyRoutes } from './edge-bodies.js'
+import { edgeRoutes } from './edge-routes.js'
+import { installGzipResponses } from './gzip.js'
+import { installPrincipalEcho } from './principal.js'
+import { registerResourceRoutes } from './resource-routes.js'
+import { createResources } from './resources.js'
+
+/** Largest request body: a generous JSON record, nothing more. */
+const BODY_LIMIT_BYTES = 1_048_576
+
+export interface UpstreamMockOptions {
+  /** Seeded users, 10..100 000 (default 100); tasks are 2×, meetings ½× (at least 1). */
+  users?: number
+  /** PRNG seed of the data (default DEFAULT_SEED): same seed and size, byte-identical bodies. */
+  seed?: number
+  /** pino level (default `info`). */
+  logLevel?: string
+  /** Log destination (tests read it); stdout by default. */
+  logStream?: NodeJS.WritableStream
+}
+
+/**
+ * Builds the back-office mock: users, tasks and meetings in snake_case JSON, the
+ * echo route and the edge-case routes. Nothing listens yet. Data written through
+ * the API lives in memory until the instance is closed. Throws a ConfigError on
+ * invalid options.
+ */
+export async function buildUpstreamMock (options: UpstreamMockOptions = {}): Promise<FastifyInstance> {
+  const { users, seed, logLevel } = validateConfig<ValidUpstreamMockOptions>(UpstreamMockOptionsSchema,
+    { users: options.users, seed: options.seed, logLevel: options.logLevel }, 'upstream-mock options', 'options.')
+  const app = createHttpApp({
+    name: 'upstream-mock',
+    logLevel,
+    bodyLimitBytes: BODY_LIMIT_BYTES,
+    ...(options.logStream !== undefined ? { logStream: options.logStream } : {})
+  })
+  installPrincipalEcho(app as unknown as FastifyInstance)
+  installGzipResponses(app as unknown as FastifyInstance)
+
+  const resources = createResources(users, seed)
+  registerResourceRoutes(app, resources.users)
+  registerResourceRoutes(app, resources.tasks)
+  registerResourceRoutes(app, resources.meetings)
+  await app.register(echoRoutes)
+  await app.register(edgeRoutes, { users: resources.users.store })
+  await app.register(edgeBodyRoutes)
+  return app as unknown as FastifyInstance
+}
