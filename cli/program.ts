@@ -1,19 +1,21 @@
 import { Command, CommanderError, Option } from 'commander'
 import { ConfigError } from '../common/config.js'
 import { isPortierProblem } from '../common/problem.js'
+import { registerGatewayCommands } from '../gateway/cli.js'
 import { registerIdentityCommands } from '../identity/cli/index.js'
 import { EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type CliIo } from './io.js'
 import { OUTPUT_FORMATS } from './output.js'
 
 /**
- * The `portier` program. Command groups register themselves on it (identity's now;
+ * The `portier` program. Command groups register themselves on it (identity's and
  * the gateway's `config` group later); settings made here before they register
  * (output streams, error handling) are inherited by every subcommand.
  */
 export function createPortierProgram (io: CliIo): Command {
   const program = new Command('portier')
-    .description('Operate Portier: identity users, roles, API keys, sessions and signing keys.\n' +
-      'Identity commands work directly on IDENTITY_DATABASE_PATH and publish invalidation events on REDIS_URL, as the server does.')
+    .description('Operate Portier: identity users, roles, API keys, sessions and signing keys; check gateway config.\n' +
+      'Identity commands work directly on IDENTITY_DATABASE_PATH and publish invalidation events on REDIS_URL, as the server does.\n' +
+      '`config check <file>` reads only the upstreams file and needs no environment.')
     .addOption(new Option('--format <format>', 'output format').choices(OUTPUT_FORMATS).default('json'))
     .configureOutput({
       writeOut: (text) => io.stdout.write(text),
@@ -25,6 +27,7 @@ export function createPortierProgram (io: CliIo): Command {
     .showHelpAfterError('(add --help for usage)')
     .showSuggestionAfterError()
   registerIdentityCommands(program, io)
+  registerGatewayCommands(program, io)
   return program
 }
 

@@ -1,0 +1,73 @@
+import type { HttpMethod } from './schema.js'
+
+/**
+ * Identity's listeners serve /admin/* and /internal/*; the gateway never routes them,
+ * whatever the config says, and compares without regard to letter case because an
+ * upstream behind a `/*` route might not.
+ */
+export const RESERVED_PREFIXES: readonly string[] = Object.freeze(['/admin', '/internal'])
+/** The gateway answers these itself (health, readiness, Prometheus). */
+export const GATEWAY_OWN_PATHS: readonly string[] = Object.freeze(['/healthz', '/readyz', '/metrics'])
+
+/** The built-in upstream that serves identity's public routes; no file may use the name. */
+export const IDENTITY_UPSTREAM_NAME = 'identity'
+
+export interface IdentityRoute { readonly method: HttpMethod, readonly path: string }
+
+/** Routes identity serves through the gateway, without a credential check by the gateway. */
+export const IDENTITY_ROUTES: readonly IdentityRoute[] = Object.freeze(([
+  { method: 'POST', path: '/sessions' },
+  { method: 'DELETE', path: '/sessions/current' },
+  { method: 'POST', path: '/tokens' },
+  // Identity serves the French path itself, so it is forwarded as is rather than aliased.
+  { method: 'POST', path: '/jetons' },
+  { method: 'GET', path: '/.well-known/jwks.json' }
+] satisfies IdentityRoute[]).map((route) => Object.freeze(route)))
+
+/** `/a/b` → ['a', 'b']; `/` → []. */
+export function pathSegments (path: string): string[] {
+  return path === '/' ? [] : path.slice(1).split('/')
+}
+
+/** A route path relative to its upstream's prefix, as the gateway sees it. */
+export function joinPrefix (prefix: string, path: string): string {
+  if (prefix === '/') return path
+  return path === '/' ? prefix : prefix + path
+}
+
+/** The reserved prefix `path` falls under (whole first segment, any letter case), if any. */
+export function reservedPrefixOf (path: string): string | undefined {
+  const first = `/${pathSegments(path)[0] ?? ''}`.toLowerCase()
+  return RESERVED_PREFIXES.find((prefix) => prefix === first)
+}
+
+export function isGatewayOwnPath (path: string): boolean {
+  return GATEWAY_OWN_PATHS.includes(path)
+}
+
+/** Two patterns that differ only in parameter names match the same requests. */
+export function patternKey (pattern: string): string {
+  return pattern.replace(/\/:[A-Za-z0-9_]+/g, '/:')
+}
+
+/**
+ * Can some path matched by `pattern` start with the whole segments of `path`? True for
+ * `/users` against `/users/:id`, `/users/7` against `/users/:id`, anything against a `*`
+ * reached, and `/` against every pattern; false for `/users/7` against `/users`.
+ */
+export function patternCanStartWith (pattern: string, path: string): boolean {
+  const wanted = pathSegments(path)
+  const segments = pathSegments(pattern)
+  for (let i = 0; i < wanted.length; i++) {
+    const segment = segments[i]
+    if (segment === undefined) return false
+    if (segment === '*') return true
+    if (!segment.startsWith(':') && segment !== wanted[i]) return false
+  }
+  return true
+}
+
+/** Is `path` equal to `prefix` or below it, by whole segments? */
+export function isAtOrUnder (path: string, prefix: string): boolean {
+  return prefix === '/' || path === prefix || path.startsWith(`${prefix}/`)
+}

@@ -1,0 +1,113 @@
+import FindMyWay from 'find-my-way'
+import { MAX_PATH_LENGTH } from './normalise-path.js'
+import { IDENTITY_ROUTES, IDENTITY_UPSTREAM_NAME, joinPrefix, patternKey, reservedPrefixOf } from './paths.js'
+import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_RESPONSE_TIMEOUT_MS, HTTP_METHODS } from './schema.js'
+import type {
+  ResolvedRoute, ResolvedUpstream, RouteMatch, RouteTable, RouteTableOptions, UpstreamConfig, UpstreamsConfig
+} from './types.js'
+
+interface Entry { route: ResolvedRoute, prefix: string }
+
+const NOT_FOUND: RouteMatch = Object.freeze({ kind: 'not_found' })
+const KNOWN_METHODS: ReadonlySet<string> = new Set(HTTP_METHODS)
+const noop = (): void => {}
+
+function resolveUpstream (upstream: UpstreamConfig): ResolvedUpstream {
+  const url = new URL(upstream.target)
+  return Object.freeze({
+    name: upstream.name,
+    origin: url.origin,
+    basePath: url.pathname.replace(/\/$/, ''),
+    keyCase: upstream.keyCase,
+    timeouts: Object.freeze({ ...upstream.timeouts })
+  })
+}
+
+function identityUpstream (identityOrigin: string): ResolvedUpstream {
+  return Object.freeze({
+    name: IDENTITY_UPSTREAM_NAME,
+    origin: new URL(identityOrigin).origin,
+    basePath: '',
+    keyCase: 'snake',
+    timeouts: Object.freeze({ connectMs: DEFAULT_CONNECT_TIMEOUT_MS, responseMs: DEFAULT_RESPONSE_TIMEOUT_MS })
+  })
+}
+
+/** The path the upstream gets: its base path, then the gateway path without the prefix. */
+function upstreamPathOf (entry: Entry, canonicalPath: string): string {
+  const rest = (entry.prefix === '/' ? canonicalPath : canonicalPath.slice(entry.prefix.length)) || '/'
+  const base = entry.route.upstream.basePath
+  if (base === '') return rest
+  return rest === '/' ? base : base + rest
+}
+
+/** Longest whole-segment alias source first: `/utilisateurs/42` → `/users/42`. */
+function resolveAlias (aliases: ReadonlyMap<string, string>, path: string): string {
+  if (aliases.size === 0) return path
+  for (let end = path.length; end > 0; end = path.lastIndexOf('/', end - 1)) {
+    const target = aliases.get(path.slice(0, end))
+    if (target !== undefined) {
+      const rest = path.slice(end)
+      return target === '/' ? rest || '/' : target + rest
+    }
+  }
+  return path
+}
+
+/**
+ * Builds the table that maps a method and a normalised path to a route. Identity's
+ * public routes are always there (no credential check by the gateway); /admin and
+ * /internal never match, whatever `config` says. GET routes answer HEAD too unless
+ * HEAD is declared for the same path. Throws if two routes share a method and
+ * pattern (the loader reports that first, with its place in the file).
+ */
+export function buildRouteTable (config: UpstreamsConfig, options: RouteTableOptions): RouteTable {
+  const router = FindMyWay({ caseSensitive: true, ignoreTrailingSlash: false, ignoreDuplicateSlashes: false, maxParamLength: MAX_PATH_LENGTH })
+  const identity = identityUpstream(options.identityOrigin)
+  const upstreams = [identity, ...config.upstreams.map(resolveUpstream)]
+  const entries: Entry[] = []
+  const add = (method: string, pattern: string, permission: string | null, auth: 'required' | 'none', upstream: ResolvedUpstream, prefix: string): void => {
+    const entry = { route: Object.freeze({ method, pattern, permission, auth, upstream }), prefix }
+    router.on(method as FindMyWay.HTTPMethod, pattern, noop, entry)
+    entries.push(entry)
+  }
+  for (const route of IDENTITY_ROUTES) add(route.method, route.path, null, 'none', identity, '/')
+  const aliases = new Map<string, string>()
+  config.upstreams.forEach((upstream, i) => {
+    const resolved = upstreams[i + 1] as ResolvedUpstream
+    for (const route of upstream.routes) {
+      add(route.method, joinPrefix(upstream.prefix, route.path), route.permission, 'required', resolved, upstream.prefix)
+    }
+    for (const [source, target] of Object.entries(upstream.aliases)) if (!aliases.has(source)) aliases.set(source, target)
+  })
+  const routeCount = entries.length
+  const explicitHead = new Set(entries.filter((e) => e.route.method === 'HEAD').map((e) => patternKey(e.route.pattern)))
+  for (const { route, prefix } of entries.slice()) {
+    if (route.method === 'GET' && !explicitHead.has(patternKey(route.pattern))) {
+      add('HEAD', route.pattern, route.permission, route.auth, route.upstream, prefix)
+    }
+  }
+
+  const find = (method: string, path: string): Entry | undefined => {
+    if (!KNOWN_METHODS.has(method)) return undefined
+    const found = router.find(method as FindMyWay.HTTPMethod, path)
+    if (found === null) return undefined
+    // Only `/` can give an empty parameter or wildcard; `*` means at least one character.
+    for (const value of Object.values(found.params)) if (value === '') return undefined
+    return found.store as Entry
+  }
+
+  return Object.freeze({
+    routeCount,
+    upstreams: Object.freeze(upstreams),
+    match (method: string, normalisedPath: string): RouteMatch {
+      if (reservedPrefixOf(normalisedPath) !== undefined) return NOT_FOUND
+      const canonical = resolveAlias(aliases, normalisedPath)
+      if (reservedPrefixOf(canonical) !== undefined) return NOT_FOUND
+      const entry = find(method, canonical)
+      if (entry !== undefined) return { kind: 'route', route: entry.route, upstreamPath: upstreamPathOf(entry, canonical) }
+      const allow = HTTP_METHODS.filter((m) => find(m, canonical) !== undefined)
+      return allow.length > 0 ? { kind: 'method_not_allowed', allow } : NOT_FOUND
+    }
+  })
+}

@@ -1,0 +1,108 @@
+/*
+ * The upstreams file: which upstream services the gateway fronts, and for each one
+ * which routes exist and which permission each route needs. YAML (.yaml, .yml) or
+ * JSON (.json); every member below is checked, unknown members are errors.
+ *
+ *   upstreams:                         # required, at least 1
+ *     - name: backoffice               # required; ^[a-z][a-z0-9-]{0,62}$, unique, not "identity"
+ *       target: http://127.0.0.1:4000  # required; http(s) URL, may carry a base path
+ *                                      #   (http://svc:8080/api); no credentials, query or fragment
+ *       prefix: /                      # default "/": gateway path prefix; route paths are relative
+ *                                      #   to it and the prefix is NOT sent upstream
+ *       keyCase: snake                 # default snake: camel | dash | snake | pascal, the
+ *                                      #   upstream's native JSON key case
+ *       timeouts:                      # optional
+ *         connectMs: 2000              # default 2000, 1..60000
+ *         responseMs: 10000            # default 10000, 1..600000: to response headers and
+ *                                      #   between body chunks
+ *       aliases:                       # default {}: gateway path → canonical gateway path,
+ *         /utilisateurs: /users        #   absolute, by whole segments (/utilisateurs/42 → /users/42)
+ *       routes:                        # required, at least 1
+ *         - { method: GET,  path: /users,     permission: users:list }
+ *         - { method: GET,  path: /users/:id, permission: users:read }
+ *         - { method: GET,  path: /reports/*, permission: null }  # denied to every caller
+ *
+ * method: GET HEAD POST PUT PATCH DELETE OPTIONS, upper case. HEAD is served wherever GET
+ * is declared unless HEAD is declared itself.
+ * path: starts with `/`; segments are static ([A-Za-z0-9._~-], not ending in `.`, so no
+ * `.`/`..`), `:name` parameters, or one final `*` (the rest of the path, at least one
+ * character); no `//`, no trailing `/` except `/` itself.
+ * permission: `resource:action`, `resource:*` or `*`; null or absent means the route is
+ * declared but denied (a warning when the gateway loads the file, an error for
+ * `portier config check`).
+ *
+ * Checked after this schema (gateway/routing/semantic-checks.ts): unique names, no
+ * method + path declared twice, aliases that neither collide nor dangle, nothing under
+ * /admin or /internal, nothing on /healthz /readyz /metrics or the identity routes.
+ */
+import { Type, type Static } from 'typebox'
+import { PERMISSION_PATTERN } from '../../identity/services/permissions.js'
+import { KEY_CASES } from '../inflection/styles.js'
+
+export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
+export type HttpMethod = typeof HTTP_METHODS[number]
+
+export const DEFAULT_PREFIX = '/'
+export const DEFAULT_KEY_CASE = 'snake'
+export const DEFAULT_CONNECT_TIMEOUT_MS = 2_000
+export const DEFAULT_RESPONSE_TIMEOUT_MS = 10_000
+export const MAX_CONNECT_TIMEOUT_MS = 60_000
+export const MAX_RESPONSE_TIMEOUT_MS = 600_000
+/** Longest route pattern, prefix or alias path; request paths are capped at 2048. */
+const MAX_PATTERN_LENGTH = 1_024
+
+// A segment may hold dots but not end with one: that rules out `.` and `..`, and
+// request paths with such segments are refused anyway (normalise-path.ts).
+const STATIC_SEGMENT = '[A-Za-z0-9._~-]*[A-Za-z0-9_~-]'
+// find-my-way ends a parameter name at `-` or `.`, so names keep to identifier characters.
+const PARAM_SEGMENT = ':[A-Za-z_][A-Za-z0-9_]*'
+
+export const NAME_PATTERN = '^[a-z][a-z0-9-]{0,62}$'
+export const ROUTE_PATH_PATTERN = `^(?:/|(?=/)(?:/(?:${STATIC_SEGMENT}|${PARAM_SEGMENT}))*(?:/\\*)?)$`
+export const STATIC_PATH_PATTERN = `^(?:/|(?:/${STATIC_SEGMENT})+)$`
+export const ALIAS_SOURCE_PATTERN = `^(?:/${STATIC_SEGMENT})+$`
+// The authority may not hold `@` (credentials); the URL parser checks host and port after.
+export const TARGET_PATTERN = `^https?://[^/?#@\\s]+(?:/${STATIC_SEGMENT})*/?$`
+
+/** What to say instead of a regular expression when a value does not match it. */
+export const PATTERN_MESSAGES: ReadonlyMap<string, string> = new Map([
+  [NAME_PATTERN, 'must be 1 to 63 characters: a lower-case letter, then lower-case letters, digits or -'],
+  [ROUTE_PATH_PATTERN, 'must be a path pattern: / or /segments of [A-Za-z0-9._~-] (not ending in .), :param or a final *; no //, no trailing /'],
+  [STATIC_PATH_PATTERN, 'must be / or /segments of [A-Za-z0-9._~-] (not ending in .); no parameters, no //, no trailing /'],
+  [ALIAS_SOURCE_PATTERN, 'is not a valid alias path: it must be /segments of [A-Za-z0-9._~-] (not ending in .); not /, no parameters, no //, no trailing /'],
+  [TARGET_PATTERN, 'must be an http:// or https:// URL, optionally with a base path of static segments; no credentials, query or fragment']
+])
+
+const closed = { additionalProperties: false } as const
+
+export const RouteSchema = Type.Object({
+  method: Type.Enum(HTTP_METHODS),
+  path: Type.String({ pattern: ROUTE_PATH_PATTERN, maxLength: MAX_PATTERN_LENGTH }),
+  // One schema rather than a union so a bad value gets one message, not one per branch.
+  permission: Type.Optional(Type.Unsafe<string | null>({ type: ['string', 'null'], pattern: PERMISSION_PATTERN }))
+}, closed)
+
+export const TimeoutsSchema = Type.Object({
+  connectMs: Type.Integer({ minimum: 1, maximum: MAX_CONNECT_TIMEOUT_MS, default: DEFAULT_CONNECT_TIMEOUT_MS }),
+  responseMs: Type.Integer({ minimum: 1, maximum: MAX_RESPONSE_TIMEOUT_MS, default: DEFAULT_RESPONSE_TIMEOUT_MS })
+}, { ...closed, default: {} })
+
+export const UpstreamSchema = Type.Object({
+  name: Type.String({ pattern: NAME_PATTERN }),
+  target: Type.String({ pattern: TARGET_PATTERN, maxLength: 2_048 }),
+  prefix: Type.String({ pattern: STATIC_PATH_PATTERN, maxLength: MAX_PATTERN_LENGTH, default: DEFAULT_PREFIX }),
+  keyCase: Type.Enum(KEY_CASES as readonly ['camel', 'dash', 'snake', 'pascal'], { default: DEFAULT_KEY_CASE }),
+  timeouts: TimeoutsSchema,
+  aliases: Type.Record(
+    Type.String({ pattern: ALIAS_SOURCE_PATTERN }),
+    Type.String({ pattern: STATIC_PATH_PATTERN, maxLength: MAX_PATTERN_LENGTH }),
+    { ...closed, default: {} }),
+  routes: Type.Array(RouteSchema, { minItems: 1 })
+}, closed)
+
+export const UpstreamsFileSchema = Type.Object({
+  upstreams: Type.Array(UpstreamSchema, { minItems: 1 })
+}, closed)
+
+/** The file's content once the schema has passed and filled in the defaults. */
+export type UpstreamsFileContent = Static<typeof UpstreamsFileSchema>

@@ -1,0 +1,117 @@
+import {
+  IDENTITY_ROUTES, IDENTITY_UPSTREAM_NAME, isAtOrUnder, isGatewayOwnPath, joinPrefix, pathSegments, patternCanStartWith, patternKey,
+  reservedPrefixOf
+} from './paths.js'
+import type { UpstreamsFileContent } from './schema.js'
+
+type Upstream = UpstreamsFileContent['upstreams'][number]
+
+export interface SemanticFindings {
+  problems: string[]
+  /** Routes without a permission: they load, and every request to them is denied. */
+  undeclaredPermissions: string[]
+}
+
+interface DeclaredRoute { method: string, pattern: string, place: string }
+
+/** What is wrong with a gateway path on which a route or alias would sit, if anything. */
+function placementProblem (path: string): string | undefined {
+  const reserved = reservedPrefixOf(path)
+  if (reserved !== undefined) return `${path} is under ${reserved}, which the gateway never routes`
+  if (isGatewayOwnPath(path)) return `${path} is the gateway's own ${path}`
+  return undefined
+}
+
+function checkTarget (upstream: Upstream, place: string): string[] {
+  try {
+    const url = new URL(upstream.target)
+    return url.hostname === '' ? [`${place}.target: has no host`] : []
+  } catch {
+    return [`${place}.target: is not a valid URL`]
+  }
+}
+
+function checkRoutes (upstream: Upstream, place: string, declared: Map<string, DeclaredRoute>, out: SemanticFindings): DeclaredRoute[] {
+  const routes: DeclaredRoute[] = []
+  const prefixProblem = placementProblem(upstream.prefix)
+  if (prefixProblem !== undefined) out.problems.push(`${place}.prefix: ${prefixProblem}`)
+  upstream.routes.forEach((route, j) => {
+    const where = `${place}.routes[${j}]`
+    const pattern = joinPrefix(upstream.prefix, route.path)
+    const label = `${route.method} ${pattern}`
+    const params = pathSegments(route.path).filter((s) => s.startsWith(':'))
+    const repeated = params.find((p, k) => params.indexOf(p) !== k)
+    if (repeated !== undefined) out.problems.push(`${where}.path: the parameter ${repeated} appears twice`)
+    // A reserved prefix is reported once, on the prefix, not on each of its routes.
+    const placement = prefixProblem === undefined ? placementProblem(pattern) : undefined
+    if (placement !== undefined) out.problems.push(`${where}.path: ${placement}`)
+    const identity = IDENTITY_ROUTES.find((r) => r.path === pattern)
+    if (identity !== undefined) {
+      out.problems.push(`${where}: ${label} collides with the built-in identity route ${identity.method} ${identity.path}`)
+    }
+    const key = `${route.method} ${patternKey(pattern)}`
+    const earlier = declared.get(key)
+    if (earlier !== undefined) out.problems.push(`${where}: ${label} is already declared at ${earlier.place}`)
+    const entry = { method: route.method, pattern, place: where }
+    if (earlier === undefined) declared.set(key, entry)
+    routes.push(entry)
+    if (route.permission === undefined || route.permission === null) {
+      out.undeclaredPermissions.push(`${where}.permission: ${label} declares no permission, so the gateway denies it to every caller`)
+    }
+  })
+  return routes
+}
+
+function checkAliases (upstream: Upstream, place: string, own: DeclaredRoute[], all: DeclaredRoute[],
+  aliases: Map<string, string>, out: SemanticFindings): void {
+  for (const [source, target] of Object.entries(upstream.aliases)) {
+    const where = `${place}.aliases.${source}`
+    const problems: string[] = []
+    const sourcePlacement = placementProblem(source)
+    if (sourcePlacement !== undefined) problems.push(sourcePlacement)
+    const targetPlacement = target === '/' ? undefined : placementProblem(target)
+    if (targetPlacement !== undefined) problems.push(`its target ${targetPlacement}`)
+    const identity = IDENTITY_ROUTES.find((r) => patternCanStartWith(r.path, source))
+    if (identity !== undefined) problems.push(`collides with the built-in identity route ${identity.method} ${identity.path}`)
+    for (const [other, otherPlace] of aliases) {
+      if (isAtOrUnder(source, other) || isAtOrUnder(other, source)) problems.push(`collides with the alias declared at ${otherPlace}`)
+    }
+    // An alias in front of a route would rewrite requests meant for that route.
+    const shadowed = all.find((r) => patternCanStartWith(r.pattern, source))
+    if (shadowed !== undefined) problems.push(`collides with the route ${shadowed.method} ${shadowed.pattern} declared at ${shadowed.place}`)
+    if (targetPlacement === undefined && !own.some((r) => patternCanStartWith(r.pattern, target))) {
+      problems.push(`its target ${target} is not the start of any route of this upstream`)
+    }
+    for (const problem of problems) out.problems.push(`${where}: ${problem}`)
+    aliases.set(source, where)
+  }
+}
+
+/**
+ * The rules a schema cannot express: unique names, one declaration per method and
+ * path across all upstreams, nothing on reserved or identity paths, aliases that
+ * neither hide a route nor another alias and lead somewhere. Places are given as in
+ * the file (`upstreams[1].routes[0]`), prefixed by the caller.
+ */
+export function checkSemantics (content: UpstreamsFileContent): SemanticFindings {
+  const out: SemanticFindings = { problems: [], undeclaredPermissions: [] }
+  const names = new Map<string, string>()
+  const declared = new Map<string, DeclaredRoute>()
+  const routesByUpstream: DeclaredRoute[][] = []
+  content.upstreams.forEach((upstream, i) => {
+    const place = `upstreams[${i}]`
+    const sameName = names.get(upstream.name)
+    if (upstream.name === IDENTITY_UPSTREAM_NAME) out.problems.push(`${place}.name: "${IDENTITY_UPSTREAM_NAME}" is reserved for the built-in identity routes`)
+    else if (sameName !== undefined) out.problems.push(`${place}.name: "${upstream.name}" is already the name of ${sameName}`)
+    else names.set(upstream.name, place)
+    out.problems.push(...checkTarget(upstream, place))
+    routesByUpstream.push(checkRoutes(upstream, place, declared, out))
+  })
+  // Aliases are checked against every route, including those of later upstreams.
+  const allRoutes = routesByUpstream.flat()
+  const aliases = new Map<string, string>()
+  content.upstreams.forEach((upstream, i) => {
+    checkAliases(upstream, `upstreams[${i}]`, routesByUpstream[i] ?? [], allRoutes, aliases, out)
+  })
+  return out
+}

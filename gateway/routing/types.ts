@@ -1,0 +1,85 @@
+import type { KeyCase } from '../inflection/styles.js'
+
+export type { KeyCase }
+
+export interface UpstreamTimeouts {
+  /** Time to open the connection, ms (default 2000). */
+  connectMs: number
+  /** Time to the response headers and between body chunks, ms (default 10000). */
+  responseMs: number
+}
+
+export interface UpstreamRouteConfig {
+  method: string
+  /** Relative to the upstream's prefix. */
+  path: string
+  /** null: declared but denied to every caller. */
+  permission: string | null
+}
+
+export interface UpstreamConfig {
+  name: string
+  target: string
+  prefix: string
+  keyCase: KeyCase
+  timeouts: UpstreamTimeouts
+  /** Absolute gateway path → canonical absolute gateway path. */
+  aliases: Record<string, string>
+  routes: UpstreamRouteConfig[]
+}
+
+/** The upstreams file with every default applied, deeply frozen. */
+export interface UpstreamsConfig { upstreams: UpstreamConfig[] }
+
+export interface LoadedUpstreams {
+  config: UpstreamsConfig
+  /** Lines to log at start (routes without a permission), each naming the file and place. */
+  warnings: string[]
+}
+
+export interface LoadOptions {
+  /** Treat warnings as errors (what `portier config check` does). Default false. */
+  strict?: boolean
+}
+
+export interface ResolvedUpstream {
+  name: string
+  /** Scheme, host and port only, e.g. `http://127.0.0.1:4000`. */
+  origin: string
+  /** The target's path without a trailing slash: `''` or e.g. `/api`. */
+  basePath: string
+  keyCase: KeyCase
+  timeouts: UpstreamTimeouts
+}
+
+export interface ResolvedRoute {
+  method: string
+  /** The full gateway pattern (prefix included), e.g. `/billing/invoices/:id`. */
+  pattern: string
+  permission: string | null
+  /** `none` for identity's own routes (login, refresh, logout, JWKS). */
+  auth: 'required' | 'none'
+  upstream: ResolvedUpstream
+}
+
+export type RouteMatch =
+  /** `upstreamPath`: basePath + the alias-resolved path without the prefix; no query. */
+  | { kind: 'route', route: ResolvedRoute, upstreamPath: string }
+  | { kind: 'method_not_allowed', allow: string[] }
+  | { kind: 'not_found' }
+
+export interface RouteTable {
+  /** `normalisedPath` must come from normalisePath (no query, no trailing slash). */
+  match (method: string, normalisedPath: string): RouteMatch
+  /** Declared routes: the file's plus identity's five; implicit HEADs not counted. */
+  readonly routeCount: number
+  /** Identity's first, then the file's in order. */
+  readonly upstreams: readonly ResolvedUpstream[]
+}
+
+export interface RouteTableOptions {
+  /** Where identity's public listener is, e.g. `http://127.0.0.1:3001`. */
+  identityOrigin: string
+}
+
+export type NormalisedPath = { ok: true, path: string, search: string } | { ok: false, reason: string }

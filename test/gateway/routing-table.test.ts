@@ -1,0 +1,247 @@
+import t from 'tap'
+import { buildRouteTable, normalisePath, parseUpstreams, type RouteMatch, type RouteTable, type UpstreamConfig, type UpstreamsConfig } from '../../gateway/routing/index.js'
+
+/**
+ * The route table: static, parameter and wildcard patterns, aliases by whole segments,
+ * HEAD through GET, 405 with Allow, identity's built-in routes, the reserved prefixes,
+ * and the exact path sent upstream.
+ */
+const IDENTITY_ORIGIN = 'http://127.0.0.1:3001'
+
+const CONFIG_YAML = `
+upstreams:
+  - name: backoffice
+    target: http://127.0.0.1:4000
+    aliases:
+      /utilisateurs: /users
+      /v1: /
+    routes:
+      - { method: GET,    path: /users,            permission: users:list }
+      - { method: GET,    path: /users/:id,        permission: users:read }
+      - { method: POST,   path: /users,            permission: users:create }
+      - { method: PATCH,  path: /users/:id,        permission: users:update }
+      - { method: DELETE, path: /users/:id,        permission: users:delete }
+      - { method: GET,    path: /users/:id/tasks,  permission: tasks:list }
+      - { method: GET,    path: /reports/*,        permission: null }
+      - { method: GET,    path: /files,            permission: files:list }
+      - { method: HEAD,   path: /files,            permission: files:head }
+      - { method: GET,    path: /,                 permission: home:read }
+  - name: billing
+    target: https://billing.internal:8443/api/v2
+    prefix: /billing
+    keyCase: camel
+    timeouts: { connectMs: 500, responseMs: 3000 }
+    aliases:
+      /factures: /billing/invoices
+    routes:
+      - { method: GET,  path: /,               permission: billing:read }
+      - { method: GET,  path: /invoices,       permission: invoices:list }
+      - { method: GET,  path: /invoices/:id,   permission: invoices:read }
+      - { method: PUT,  path: /invoices/:id,   permission: invoices:update }
+      - { method: POST, path: /exports/*,      permission: exports:create }
+`
+
+const config = parseUpstreams(CONFIG_YAML, 'gateway.yaml', 'yaml').config
+const table = buildRouteTable(config, { identityOrigin: IDENTITY_ORIGIN })
+
+type RouteHit = Extract<RouteMatch, { kind: 'route' }>
+
+/** Asserts a route match and returns it. */
+function hit (t: Tap, table: RouteTable, method: string, path: string, expected: { pattern: string, permission?: string | null, upstream?: string, upstreamPath: string, method?: string }): RouteHit | undefined {
+  const found = table.match(method, path)
+  if (found.kind !== 'route') {
+    t.fail(`${method} ${path} should match ${expected.pattern}`, { found })
+    return undefined
+  }
+  t.match(found, {
+    route: { method: expected.method ?? method, pattern: expected.pattern, ...(expected.permission !== undefined ? { permission: expected.permission } : {}), ...(expected.upstream !== undefined ? { upstream: { name: expected.upstream } } : {}) },
+    upstreamPath: expected.upstreamPath
+  }, `${method} ${path} → ${expected.pattern} → ${expected.upstreamPath}`)
+  t.equal(found.upstreamPath, expected.upstreamPath, `${method} ${path}: upstream path exactly ${expected.upstreamPath}`)
+  return found
+}
+type Tap = Pick<typeof t, 'fail' | 'match' | 'equal'>
+
+t.test('static, parameter and wildcard routes', async (t) => {
+  hit(t, table, 'GET', '/users', { pattern: '/users', permission: 'users:list', upstream: 'backoffice', upstreamPath: '/users' })
+  hit(t, table, 'POST', '/users', { pattern: '/users', permission: 'users:create', upstreamPath: '/users' })
+  hit(t, table, 'GET', '/users/42', { pattern: '/users/:id', permission: 'users:read', upstreamPath: '/users/42' })
+  hit(t, table, 'PATCH', '/users/42', { pattern: '/users/:id', permission: 'users:update', upstreamPath: '/users/42' })
+  hit(t, table, 'GET', '/users/42/tasks', { pattern: '/users/:id/tasks', permission: 'tasks:list', upstreamPath: '/users/42/tasks' })
+  hit(t, table, 'GET', '/reports/2026/q1', { pattern: '/reports/*', permission: null, upstreamPath: '/reports/2026/q1' })
+  hit(t, table, 'GET', '/', { pattern: '/', permission: 'home:read', upstreamPath: '/' })
+  t.same(table.match('GET', '/reports'), { kind: 'not_found' }, 'a wildcard needs at least one character after its /')
+  t.same(table.match('GET', '/users/42/tasks/7'), { kind: 'not_found' }, 'a parameter is one segment')
+  t.same(table.match('GET', '/nothing'), { kind: 'not_found' })
+})
+
+t.test('the route is the configured one, with its upstream resolved', async (t) => {
+  const found = hit(t, table, 'GET', '/billing/invoices/7', { pattern: '/billing/invoices/:id', upstreamPath: '/api/v2/invoices/7' })
+  t.same(found?.route, {
+    method: 'GET',
+    pattern: '/billing/invoices/:id',
+    permission: 'invoices:read',
+    auth: 'required',
+    upstream: { name: 'billing', origin: 'https://billing.internal:8443', basePath: '/api/v2', keyCase: 'camel', timeouts: { connectMs: 500, responseMs: 3000 } }
+  })
+  t.ok(Object.isFrozen(found?.route), 'the route is frozen')
+  t.ok(Object.isFrozen(found?.route.upstream), 'its upstream is frozen')
+})
+
+t.test('the upstream path: base path + path without the prefix, escapes as received', async (t) => {
+  hit(t, table, 'GET', '/billing', { pattern: '/billing', permission: 'billing:read', upstreamPath: '/api/v2' })
+  hit(t, table, 'GET', '/billing/invoices', { pattern: '/billing/invoices', upstreamPath: '/api/v2/invoices' })
+  hit(t, table, 'POST', '/billing/exports/a/b', { pattern: '/billing/exports/*', upstreamPath: '/api/v2/exports/a/b' })
+  hit(t, table, 'GET', '/users/a%20b', { pattern: '/users/:id', upstreamPath: '/users/a%20b' })
+  hit(t, table, 'GET', '/users/%C3%A9t%C3%A9', { pattern: '/users/:id', upstreamPath: '/users/%C3%A9t%C3%A9' })
+  hit(t, table, 'GET', '/users/a%3Fb%23c', { pattern: '/users/:id', upstreamPath: '/users/a%3Fb%23c' })
+  t.same(table.match('GET', '/invoices'), { kind: 'not_found' }, 'the prefix is part of the gateway path')
+  t.same(table.match('GET', '/billingx/invoices'), { kind: 'not_found' })
+})
+
+t.test('aliases resolve by whole segments, before matching', async (t) => {
+  hit(t, table, 'GET', '/utilisateurs', { pattern: '/users', permission: 'users:list', upstreamPath: '/users' })
+  hit(t, table, 'GET', '/utilisateurs/42', { pattern: '/users/:id', permission: 'users:read', upstreamPath: '/users/42' })
+  hit(t, table, 'POST', '/utilisateurs', { pattern: '/users', permission: 'users:create', upstreamPath: '/users' })
+  hit(t, table, 'GET', '/utilisateurs/42/tasks', { pattern: '/users/:id/tasks', upstreamPath: '/users/42/tasks' })
+  hit(t, table, 'GET', '/factures/9', { pattern: '/billing/invoices/:id', upstreamPath: '/api/v2/invoices/9' })
+  hit(t, table, 'GET', '/v1', { pattern: '/', permission: 'home:read', upstreamPath: '/' })
+  hit(t, table, 'GET', '/v1/users/3', { pattern: '/users/:id', upstreamPath: '/users/3' })
+  t.same(table.match('GET', '/utilisateursX'), { kind: 'not_found' }, 'not an alias: the segment is longer')
+  t.same(table.match('GET', '/utilisateursX/42'), { kind: 'not_found' })
+  t.same(table.match('GET', '/Utilisateurs'), { kind: 'not_found' }, 'aliases are case-sensitive')
+  t.same(table.match('GET', '/x/utilisateurs'), { kind: 'not_found' }, 'aliases match from the start only')
+  t.same(table.match('PUT', '/utilisateurs'), { kind: 'method_not_allowed', allow: ['GET', 'HEAD', 'POST'] }, '405 on the canonical path')
+})
+
+t.test('matching is case-sensitive', async (t) => {
+  t.same(table.match('GET', '/USERS'), { kind: 'not_found' })
+  t.same(table.match('GET', '/Users/1'), { kind: 'not_found' })
+})
+
+t.test('HEAD is allowed wherever GET is, unless HEAD is declared', async (t) => {
+  hit(t, table, 'HEAD', '/users', { pattern: '/users', permission: 'users:list', upstreamPath: '/users' })
+  hit(t, table, 'HEAD', '/utilisateurs/5', { pattern: '/users/:id', permission: 'users:read', upstreamPath: '/users/5' })
+  hit(t, table, 'HEAD', '/reports/x', { pattern: '/reports/*', permission: null, upstreamPath: '/reports/x' })
+  hit(t, table, 'HEAD', '/files', { pattern: '/files', permission: 'files:head', upstreamPath: '/files' })
+  hit(t, table, 'GET', '/files', { pattern: '/files', permission: 'files:list', upstreamPath: '/files' })
+  hit(t, table, 'HEAD', '/.well-known/jwks.json', { pattern: '/.well-known/jwks.json', permission: null, upstreamPath: '/.well-known/jwks.json' })
+  t.same(table.match('HEAD', '/billing/exports/x'), { kind: 'method_not_allowed', allow: ['POST'] }, 'not where only POST is')
+})
+
+t.test('method not allowed lists the methods of the path', async (t) => {
+  t.same(table.match('PUT', '/users'), { kind: 'method_not_allowed', allow: ['GET', 'HEAD', 'POST'] })
+  t.same(table.match('POST', '/users/1'), { kind: 'method_not_allowed', allow: ['GET', 'HEAD', 'PATCH', 'DELETE'] })
+  t.same(table.match('DELETE', '/billing/invoices/1'), { kind: 'method_not_allowed', allow: ['GET', 'HEAD', 'PUT'] })
+  t.same(table.match('OPTIONS', '/reports/a'), { kind: 'method_not_allowed', allow: ['GET', 'HEAD'] })
+  t.same(table.match('TRACE', '/users'), { kind: 'method_not_allowed', allow: ['GET', 'HEAD', 'POST'] }, 'a method no route can have')
+  t.same(table.match('get', '/users'), { kind: 'method_not_allowed', allow: ['GET', 'HEAD', 'POST'] }, 'methods are upper case')
+  t.same(table.match('GET', '/sessions'), { kind: 'method_not_allowed', allow: ['POST'] }, 'identity paths too')
+})
+
+t.test("identity's built-in routes", async (t) => {
+  const identity = { name: 'identity', origin: IDENTITY_ORIGIN, basePath: '', keyCase: 'snake', timeouts: { connectMs: 2000, responseMs: 10000 } }
+  for (const [method, path] of [['POST', '/sessions'], ['DELETE', '/sessions/current'], ['POST', '/tokens'], ['POST', '/jetons'], ['GET', '/.well-known/jwks.json']] as const) {
+    const found = table.match(method, path)
+    t.same(found, { kind: 'route', route: { method, pattern: path, permission: null, auth: 'none', upstream: identity }, upstreamPath: path }, `${method} ${path}`)
+  }
+  const bare = buildRouteTable({ upstreams: [] }, { identityOrigin: 'http://identity.local:3001/ignored/path' })
+  t.same(bare.match('POST', '/jetons'), { kind: 'route', route: { method: 'POST', pattern: '/jetons', permission: null, auth: 'none', upstream: { ...identity, origin: 'http://identity.local:3001' } }, upstreamPath: '/jetons' },
+    'present with no upstream at all; only the origin of identityOrigin counts')
+  t.same(bare.match('GET', '/sessions/current'), { kind: 'method_not_allowed', allow: ['DELETE'] })
+})
+
+t.test('/admin and /internal never match, whatever the config says', async (t) => {
+  // Built by hand, past the loader's checks, as a careless host app might.
+  const route = (method: string, path: string): UpstreamConfig['routes'][number] => ({ method, path, permission: '*' })
+  const careless: UpstreamsConfig = {
+    upstreams: [{
+      name: 'careless',
+      target: 'http://127.0.0.1:4000',
+      prefix: '/',
+      keyCase: 'snake',
+      timeouts: { connectMs: 2000, responseMs: 10000 },
+      aliases: { '/gestion': '/admin', '/interne': '/internal/keys', '/Gestion': '/ADMIN' },
+      routes: [route('GET', '/admin/*'), route('GET', '/admin'), route('POST', '/internal/keys/verify'), route('GET', '/*'), route('GET', '/ADMIN')]
+    }]
+  }
+  const unsafe = buildRouteTable(careless, { identityOrigin: IDENTITY_ORIGIN })
+  for (const path of ['/admin', '/admin/users', '/internal/keys/verify', '/ADMIN', '/Admin/users', '/iNtErNaL/x', '/gestion', '/gestion/users', '/interne/verify', '/Gestion']) {
+    for (const method of ['GET', 'POST', 'HEAD']) t.same(unsafe.match(method, path), { kind: 'not_found' }, `${method} ${path}`)
+  }
+  hit(t, unsafe, 'GET', '/administrators', { pattern: '/*', upstreamPath: '/administrators' })
+  hit(t, unsafe, 'GET', '/internals/x', { pattern: '/*', upstreamPath: '/internals/x' })
+  t.same(table.match('GET', '/admin/users'), { kind: 'not_found' }, 'and in the checked table')
+})
+
+t.test('paths from normalisePath: one spelling for the check, the match and the upstream', async (t) => {
+  const matchRaw = (method: string, rawUrl: string): RouteMatch | string => {
+    const normalised = normalisePath(rawUrl)
+    return normalised.ok ? table.match(method, normalised.path) : normalised.reason
+  }
+  t.match(matchRaw('GET', '/%75sers/%34%32?x=1'), { kind: 'route', route: { pattern: '/users/:id' }, upstreamPath: '/users/42' })
+  t.match(matchRaw('GET', '/%75tilisateurs/'), { kind: 'route', route: { pattern: '/users' }, upstreamPath: '/users' }, 'an encoded alias')
+  t.same(matchRaw('GET', '/%61dmin/users'), { kind: 'not_found' }, 'an encoded /admin is /admin')
+  t.same(matchRaw('GET', '/%49nternal/keys'), { kind: 'not_found' }, 'an encoded /Internal is /internal')
+  t.equal(matchRaw('GET', '/users/%2e%2e/admin'), 'percent-encoded dot, slash, backslash or NUL')
+})
+
+t.test('counts and upstreams', async (t) => {
+  t.equal(table.routeCount, 15 + 5, "the file's routes and identity's five, implicit HEADs not counted")
+  t.same(table.upstreams.map((u) => [u.name, u.origin, u.basePath]), [
+    ['identity', IDENTITY_ORIGIN, ''],
+    ['backoffice', 'http://127.0.0.1:4000', ''],
+    ['billing', 'https://billing.internal:8443', '/api/v2']
+  ])
+  t.ok(Object.isFrozen(table.upstreams))
+  t.ok(Object.isFrozen(table))
+})
+
+t.test('parameters as long as a path may be', async (t) => {
+  const id = 'x'.repeat(2000)
+  hit(t, table, 'GET', `/users/${id}`, { pattern: '/users/:id', upstreamPath: `/users/${id}` })
+})
+
+t.test('each table stands alone (rebuilt on reload)', async (t) => {
+  const next = buildRouteTable(parseUpstreams(CONFIG_YAML.replace('path: /users,            permission: users:list', 'path: /people, permission: people:list'), 'gateway.yaml', 'yaml').config,
+    { identityOrigin: IDENTITY_ORIGIN })
+  t.match(next.match('GET', '/people'), { kind: 'route', route: { permission: 'people:list' } })
+  t.equal(next.match('GET', '/users').kind, 'method_not_allowed', 'the new table has no GET /users')
+  t.match(table.match('GET', '/users'), { kind: 'route', route: { permission: 'users:list' } }, 'the old table is unchanged')
+  t.equal(table.match('GET', '/people').kind, 'not_found')
+})
+
+t.test('two routes with the same method and pattern cannot be built', async (t) => {
+  const upstream = config.upstreams[0] as UpstreamConfig
+  const doubled = { upstreams: [upstream, { ...upstream, name: 'again', aliases: {} }] }
+  t.throws(() => buildRouteTable(doubled, { identityOrigin: IDENTITY_ORIGIN }), /already declared/)
+})
+
+t.test('1 000 routes build and match quickly', async (t) => {
+  const routes = []
+  for (let i = 0; i < 250; i++) {
+    routes.push({ method: 'GET', path: `/r${i}`, permission: `r${i}:list` })
+    routes.push({ method: 'GET', path: `/r${i}/:id`, permission: `r${i}:read` })
+    routes.push({ method: 'PATCH', path: `/r${i}/:id`, permission: `r${i}:update` })
+    routes.push({ method: 'GET', path: `/r${i}/:id/files/*`, permission: `r${i}:files` })
+  }
+  const text = JSON.stringify({ upstreams: [{ name: 'big', target: 'http://127.0.0.1:4000', routes }] })
+  const started = performance.now()
+  const big = buildRouteTable(parseUpstreams(text, 'big.json', 'json', { strict: true }).config, { identityOrigin: IDENTITY_ORIGIN })
+  const builtMs = performance.now() - started
+  t.equal(big.routeCount, 1005)
+  t.ok(builtMs < 2000, `loaded, checked and built in ${Math.round(builtMs)} ms`)
+  const lookups = 100_000
+  const matchStart = performance.now()
+  let matched = 0
+  for (let n = 0; n < lookups; n++) {
+    const i = n % 250
+    if (big.match('GET', `/r${i}/${n}/files/a/b`).kind === 'route') matched++
+  }
+  const perMatchUs = ((performance.now() - matchStart) * 1000) / lookups
+  t.equal(matched, lookups)
+  t.ok(perMatchUs < 50, `${perMatchUs.toFixed(2)} µs per match`)
+  t.match(big.match('GET', '/r249/7'), { kind: 'route', route: { permission: 'r249:read' }, upstreamPath: '/r249/7' })
+  t.same(big.match('POST', '/r3/7'), { kind: 'method_not_allowed', allow: ['GET', 'HEAD', 'PATCH'] })
+  t.same(big.match('GET', '/r250'), { kind: 'not_found' })
+})
