@@ -17,8 +17,12 @@ export function acceptsJson (accept: string | undefined): boolean {
   return false
 }
 
+/** Route config of the rare route that does not answer JSON (Prometheus metrics). */
+export interface AcceptRouteConfig { acceptsAnyMediaType?: boolean }
+
 export function installAcceptCheck (app: FastifyInstance): void {
   app.addHook('onRequest', (request, _reply, done) => {
-    done(acceptsJson(request.headers.accept) ? undefined : CommonProblems.notAcceptable())
+    const optedOut = (request.routeOptions.config as AcceptRouteConfig | undefined)?.acceptsAnyMediaType === true
+    done(optedOut || acceptsJson(request.headers.accept) ? undefined : CommonProblems.notAcceptable())
   })
 }

@@ -58,6 +58,8 @@ export function createRedisEventBus (options: RedisEventBusOptions): EventBus {
     async subscribe (listener) {
       // The subscriber queues SUBSCRIBE until connected, and ioredis re-subscribes after reconnects.
       const subscriber = redis.duplicate({ enableOfflineQueue: true })
+      // Reconnection failures are expected while Redis is down; ioredis retries on its own.
+      subscriber.on('error', (err: Error) => { log.debug({ err }, 'event subscriber connection error') })
       subscribers.push(subscriber)
       subscriber.on('message', (_channel: string, message: string) => {
         const event = parseAuthEvent(message)

@@ -7,7 +7,8 @@ export type AuthEvent =
   | { type: 'key.revoked' | 'key.disabled' | 'key.enabled' | 'key.updated' | 'key.rotated', keyId: string, at: string }
   | { type: 'session.revoked', sessionIds: string[], userId: string, reason: string, at: string }
   | { type: 'user.disabled' | 'user.enabled' | 'user.roles_changed', userId: string, at: string }
-  | { type: 'role.changed', role: string, at: string }
+  /** `userIds`: who held the role when it changed, so gateways can expire those users' tokens. */
+  | { type: 'role.changed', role: string, userIds: string[], at: string }
   | { type: 'signing_key.rotated', kid: string, at: string }
 
 export type AuthEventType = AuthEvent['type']

@@ -44,8 +44,13 @@ export function createHttpApp (options: HttpAppOptions) {
   const bodyAjv = createAjv(false)
   const partsAjv = createAjv('array')
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : partsAjv).compile(schema))
+  // While draining, answers say `Connection: close`: an idle keep-alive socket would
+  // otherwise hold the shutdown open until the client's keep-alive timeout.
+  let closing = false
+  app.addHook('preClose', (done) => { closing = true; done() })
   app.addHook('onSend', (request, reply, _payload, done) => {
     reply.header('x-request-id', request.id)
+    if (closing) reply.header('connection', 'close')
     done()
   })
   installAcceptCheck(app as unknown as FastifyInstance)

@@ -77,6 +77,16 @@ export const CommonProblems = {
   serviceUnavailable: defineProblem('service_unavailable', 503, 'Service unavailable', 'The service is shutting down or not ready.')
 } as const
 
+/**
+ * Problems of presented credentials that identity and the gateway both answer with:
+ * one code means one thing whichever service says it.
+ */
+export const AuthProblems = {
+  credentialsMissing: defineProblem('credentials_missing', 401, 'Credentials missing', '%s'),
+  invalidToken: defineProblem('invalid_token', 401, 'Invalid access token', '%s',
+    { 'www-authenticate': bearerChallenge('invalid_token') })
+} as const
+
 /** Fastify's own error codes, translated at this one boundary. */
 const FASTIFY_CODES: Record<string, (error: FastifyError, request: FastifyRequest) => PortierProblem> = {
   FST_ERR_CTP_INVALID_JSON_BODY: () => CommonProblems.malformedJson(),

@@ -1,4 +1,4 @@
-import { bearerChallenge, defineProblem } from '../common/problem.js'
+import { AuthProblems, bearerChallenge, defineProblem } from '../common/problem.js'
 
 const invalidTokenChallenge = { 'www-authenticate': bearerChallenge('invalid_token') }
 
@@ -10,8 +10,7 @@ export const IdentityProblems = {
   invalidCredentials: defineProblem('invalid_credentials', 401, 'Invalid credentials', 'The e-mail or password is incorrect.'),
   userDisabled: defineProblem('user_disabled', 401, 'User disabled', 'This user account is disabled.'),
   loginThrottled: defineProblem('login_throttled', 429, 'Too many failed logins', 'Too many failed logins; retry after %s seconds.'),
-  bearerMissing: defineProblem('credentials_missing', 401, 'Credentials missing', 'Send an access token as Authorization: Bearer.'),
-  invalidToken: defineProblem('invalid_token', 401, 'Invalid access token', '%s', invalidTokenChallenge),
+  invalidToken: AuthProblems.invalidToken,
   sessionRevoked: defineProblem('session_revoked', 401, 'Session revoked', 'This session has been revoked.', invalidTokenChallenge),
   sessionExpired: defineProblem('session_expired', 401, 'Session expired', 'This session has reached its maximum lifetime.', invalidTokenChallenge),
   refreshTokenInvalid: defineProblem('refresh_token_invalid', 401, 'Invalid refresh token', 'The refresh token is unknown or belongs to another session.'),

@@ -23,7 +23,7 @@ export function createRoles (options: { store: RolesStore, events: EventBus, clo
     /** Creates or replaces a role's permissions. */
     async set (name: string, permissions: string[]): Promise<RoleRecord> {
       store.upsert(name, normalizePermissions(permissions), clock.now())
-      await events.publish({ type: 'role.changed', role: name, at: new Date(clock.now()).toISOString() })
+      await events.publish({ type: 'role.changed', role: name, userIds: store.usersWith(name), at: new Date(clock.now()).toISOString() })
       return get(name)
     },
 
@@ -31,7 +31,7 @@ export function createRoles (options: { store: RolesStore, events: EventBus, clo
       get(name)
       if (store.usersWith(name).length > 0) throw IdentityProblems.roleInUse([name])
       store.remove(name)
-      await events.publish({ type: 'role.changed', role: name, at: new Date(clock.now()).toISOString() })
+      await events.publish({ type: 'role.changed', role: name, userIds: [], at: new Date(clock.now()).toISOString() })
     }
   }
 }

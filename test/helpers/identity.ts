@@ -1,11 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { PassThrough } from 'node:stream'
 import { randomBytes } from 'node:crypto'
 import { buildIdentity, type Identity } from '../../identity/app.js'
 import { loadIdentityConfig, type IdentityConfig } from '../../identity/config.js'
 import type { Clock } from '../../identity/services/clock.js'
+import { captureLogs } from './logs.js'
 
 export interface TestIdentity {
   identity: Identity
@@ -59,18 +59,10 @@ export async function startIdentity (t: Teardown, env: Record<string, string> = 
     LOG_LEVEL: 'info',
     ...env
   })
-  const logStream = new PassThrough()
-  let text = ''
-  const logs: Array<Record<string, unknown>> = []
-  logStream.on('data', (chunk: Buffer) => {
-    text += chunk.toString()
-    for (const line of chunk.toString().split('\n')) {
-      if (line.trim() !== '') logs.push(JSON.parse(line) as Record<string, unknown>)
-    }
-  })
-  const identity = await buildIdentity(config, { logStream, ...(options.clock !== undefined ? { clock: options.clock } : {}) })
+  const logs = captureLogs()
+  const identity = await buildIdentity(config, { logStream: logs.stream, ...(options.clock !== undefined ? { clock: options.clock } : {}) })
   t.teardown(() => identity.close())
   const publicUrl = await identity.publicApp.listen({ host: '127.0.0.1', port: 0 })
   const adminUrl = await identity.adminApp.listen({ host: '127.0.0.1', port: 0 })
-  return { identity, config, publicUrl, adminUrl, adminToken, serviceToken, databasePath, logs, logText: () => text }
+  return { identity, config, publicUrl, adminUrl, adminToken, serviceToken, databasePath, logs: logs.lines, logText: logs.text }
 }

@@ -174,10 +174,10 @@ t.test('events', async (t) => {
     const s = await setup(t, redis)
     const sentinel = async (): Promise<void> => { assertStatus(t, await s.admin('PUT', '/admin/roles/sentinel', { permissions: [] }), 200) }
     assertStatus(t, await s.admin('PUT', '/admin/roles/reader', { permissions: ['users:list'] }), 200)
-    t.same(await s.events.next('role.changed'), { type: 'role.changed', role: 'reader', at: s.now() }, 'created')
+    t.same(await s.events.next('role.changed'), { type: 'role.changed', role: 'reader', userIds: [], at: s.now() }, 'created')
     s.clock.advance(1_000)
     assertStatus(t, await s.admin('PUT', '/admin/roles/reader', { permissions: ['users:list', 'users:read'] }), 200)
-    t.same(await s.events.next('role.changed'), { type: 'role.changed', role: 'reader', at: s.now() }, 'replaced')
+    t.same(await s.events.next('role.changed'), { type: 'role.changed', role: 'reader', userIds: [], at: s.now() }, 'replaced')
 
     const userId = await s.createUser('ada@example.com', ['reader'])
     s.clock.advance(1_000)
@@ -188,13 +188,16 @@ t.test('events', async (t) => {
 
     assertStatus(t, await s.admin('PUT', `/admin/users/${userId}/roles`, { roles: ['reader'] }), 200)
     await s.events.next('user.roles_changed')
+    assertStatus(t, await s.admin('PUT', '/admin/roles/reader', { permissions: ['users:list'] }), 200)
+    t.same(await s.events.next('role.changed'), { type: 'role.changed', role: 'reader', userIds: [userId], at: s.now() },
+      'a role change names the users who hold the role, so gateways can expire their tokens')
     assertStatus(t, await s.admin('DELETE', '/admin/roles/reader'), 409)
     await assertNothingElse(t, s.events, sentinel, 'a refused role deletion')
     assertStatus(t, await s.admin('PUT', `/admin/users/${userId}/roles`, { roles: [] }), 200)
     await s.events.next('user.roles_changed')
     s.clock.advance(1_000)
     assertStatus(t, await s.admin('DELETE', '/admin/roles/reader'), 204)
-    t.same(await s.events.next('role.changed'), { type: 'role.changed', role: 'reader', at: s.now() }, 'deleted')
+    t.same(await s.events.next('role.changed'), { type: 'role.changed', role: 'reader', userIds: [], at: s.now() }, 'deleted')
 
     s.clock.advance(1_000)
     const rotated = await s.admin('POST', '/admin/signing-keys/rotate')
@@ -207,7 +210,7 @@ t.test('events', async (t) => {
     const b = await setup(t, redis)
     t.not(a.config.eventsChannel, b.config.eventsChannel)
     assertStatus(t, await a.admin('PUT', '/admin/roles/only-a', { permissions: [] }), 200)
-    t.same(await a.events.next('role.changed'), { type: 'role.changed', role: 'only-a', at: a.now() })
+    t.same(await a.events.next('role.changed'), { type: 'role.changed', role: 'only-a', userIds: [], at: a.now() })
     assertStatus(t, await b.admin('PUT', '/admin/roles/sentinel', { permissions: [] }), 200)
     await b.events.next('role.changed', { where: (e) => e.role === 'sentinel' })
     t.same(b.events.received.map((e) => e.type === 'role.changed' ? e.role : e.type), ['sentinel'], 'b heard nothing of a')

@@ -1,0 +1,103 @@
+import type { IncomingHttpHeaders } from 'node:http'
+import { readBearer } from '../../common/bearer.js'
+import { AuthProblems, bearerChallenge } from '../../common/problem.js'
+import { GatewayProblems } from '../errors.js'
+import type { GatewayMetrics } from '../observability/metrics.js'
+import type { AccessTokenVerifier } from './access-token-verifier.js'
+import type { ApiKeyVerifier } from './api-key-verifier.js'
+import { IdentityUnreachableError } from './identity-client.js'
+
+/** Who is calling, once authenticated: forwarded upstream as x-portier-principal / -permissions. */
+export interface Principal {
+  kind: 'key' | 'user'
+  id: string
+  permissions: readonly string[]
+  /** Set when a key's old secret was used during a rotation grace period. */
+  deprecation: { deprecatedAt: number, sunsetAt: number } | null
+}
+
+const MISSING_DETAIL = 'Send an API key as x-api-key or an access token as Authorization: Bearer.'
+const KEY_REASONS: Record<string, string> = {
+  malformed: 'malformed (wrong prefix, length or checksum)',
+  unknown: 'unknown',
+  wrong_secret: 'unknown',
+  expired: 'expired',
+  revoked: 'revoked',
+  disabled: 'disabled',
+  secret_retired: 'a secret retired by rotation'
+}
+
+/**
+ * Reads the one credential a request may carry and verifies it. Throws the problem
+ * to answer with: 400 for both at once, 401 for none or a bad one (with the RFC 6750
+ * challenge), 503 when an uncached key cannot be checked because identity is down.
+ * Never fails open.
+ */
+export function createAuthenticator (deps: { keys: ApiKeyVerifier, tokens: AccessTokenVerifier, metrics: GatewayMetrics }) {
+  const { keys, tokens, metrics } = deps
+
+  async function byKey (presented: string): Promise<Principal> {
+    let check
+    try {
+      check = await keys.verify(presented)
+    } catch (err) {
+      if (err instanceof IdentityUnreachableError) {
+        metrics.authOutcomes.inc({ credential: 'api_key', outcome: 'identity_unavailable' })
+        throw GatewayProblems.identityUnavailable()
+      }
+      throw err
+    }
+    if (!check.valid) {
+      metrics.authOutcomes.inc({ credential: 'api_key', outcome: check.reason })
+      throw GatewayProblems.invalidApiKey([KEY_REASONS[check.reason] ?? 'not valid'])
+    }
+    metrics.authOutcomes.inc({ credential: 'api_key', outcome: 'valid' })
+    return { kind: 'key', id: check.key.id, permissions: check.key.permissions, deprecation: check.key.deprecation }
+  }
+
+  async function byToken (token: string): Promise<Principal> {
+    const check = await tokens.verify(token)
+    if (!check.valid) {
+      metrics.authOutcomes.inc({ credential: 'bearer', outcome: 'invalid' })
+      throw AuthProblems.invalidToken([check.reason])
+    }
+    metrics.authOutcomes.inc({ credential: 'bearer', outcome: 'valid' })
+    return { kind: 'user', id: check.claims.userId, permissions: check.claims.permissions, deprecation: null }
+  }
+
+  return async function authenticate (headers: IncomingHttpHeaders): Promise<Principal> {
+    const apiKey = headers['x-api-key']
+    const authorization = headers.authorization
+    if (apiKey !== undefined && authorization !== undefined) {
+      metrics.authOutcomes.inc({ credential: 'both', outcome: 'conflict' })
+      throw GatewayProblems.conflictingCredentials()
+    }
+    // Node joins repeated x-api-key headers with ", ": that is a malformed key, refused without I/O.
+    if (apiKey !== undefined) return await byKey(Array.isArray(apiKey) ? apiKey.join(', ') : apiKey)
+    const bearer = readBearer(authorization)
+    if (bearer.kind === 'token') return await byToken(bearer.token)
+    if (bearer.kind === 'malformed') {
+      metrics.authOutcomes.inc({ credential: 'bearer', outcome: 'malformed' })
+      throw AuthProblems.invalidToken(['The Authorization header is not a well-formed Bearer credential.'])
+    }
+    metrics.authOutcomes.inc({ credential: 'none', outcome: 'missing' })
+    throw AuthProblems.credentialsMissing([MISSING_DETAIL])
+  }
+}
+
+/** True when `granted` allows `required`, with `resource:*` and `*` wildcards (DESIGN "Permissions"). */
+export function permits (granted: readonly string[], required: string): boolean {
+  if (granted.includes(required) || granted.includes('*')) return true
+  const colon = required.indexOf(':')
+  return colon > 0 && granted.includes(`${required.slice(0, colon)}:*`)
+}
+
+/** The 403 for a principal lacking `permission`; tokens also get RFC 6750's insufficient_scope. */
+export function permissionDenied (principal: Principal, permission: string) {
+  return GatewayProblems.permissionDenied([permission], {
+    extensions: { missing_permission: permission },
+    ...(principal.kind === 'user' ? { headers: { 'www-authenticate': bearerChallenge('insufficient_scope') } } : {})
+  })
+}
+
+export type Authenticate = ReturnType<typeof createAuthenticator>

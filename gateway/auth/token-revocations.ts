@@ -1,0 +1,138 @@
+import type { Redis } from 'ioredis'
+import type { FastifyBaseLogger } from 'fastify'
+import type { IdentityClient } from './identity-client.js'
+
+/** Access tokens live 600 s (the contract); 60 s more covers clock skew between hosts. */
+const TOKEN_LIFETIME_MS = 600_000
+const SKEW_MS = 60_000
+const REVOKED_SESSIONS_KEY = 'portier:revoked-sessions'
+const STALE_USERS_KEY = 'portier:stale-users'
+
+export interface TokenRevocationsOptions {
+  identity: Pick<IdentityClient, 'revokedSessionsSince'>
+  redis: Redis | null
+  log: FastifyBaseLogger
+  now?: () => number
+}
+
+export type Rejection = 'session_revoked' | 'permissions_changed'
+
+/**
+ * What makes a correctly signed access token unusable before it expires: its
+ * session was revoked, or its user's permissions changed after it was issued (the
+ * token carries the old ones; the client refreshes to get the new ones).
+ *
+ * Checked on every request from memory only. Kept in step by identity's events,
+ * shared in Redis (sorted sets scored by when an entry can be forgotten) so that a
+ * gateway that starts late learns what it missed, and re-read from identity's
+ * revocation feed periodically and after a Redis outage, when events may have been
+ * lost. Entries are forgotten once no token they could reject is still alive.
+ */
+export function createTokenRevocations (options: TokenRevocationsOptions) {
+  const { redis, log } = options
+  const now = options.now ?? Date.now
+  /** session id → when it can be forgotten */
+  const revokedSessions = new Map<string, number>()
+  /** user id → tokens issued before this instant (ms) carry stale permissions */
+  const staleUsers = new Map<string, number>()
+  let syncedUpTo: number | null = null
+
+  function forgetAfter (at: number): number { return at + TOKEN_LIFETIME_MS + SKEW_MS }
+
+  function addSession (sessionId: string, forgetAt: number): void {
+    if (forgetAt > (revokedSessions.get(sessionId) ?? 0)) revokedSessions.set(sessionId, forgetAt)
+  }
+
+  function addStaleUser (userId: string, at: number): void {
+    if (at > (staleUsers.get(userId) ?? 0)) staleUsers.set(userId, at)
+  }
+
+  async function share (key: string, entries: Array<[string, number]>): Promise<void> {
+    if (redis === null || redis.status !== 'ready' || entries.length === 0) return
+    try {
+      // GT: a later instant never gets replaced by an earlier one from a slower gateway.
+      await redis.zadd(key, 'GT', ...entries.flatMap(([member, score]) => [score, member]))
+    } catch (err) {
+      log.warn({ err }, 'could not share a revocation in Redis; other gateways still hear the event')
+    }
+  }
+
+  async function loadShared (): Promise<void> {
+    if (redis === null || redis.status !== 'ready') return
+    const t = now()
+    const [sessions, users] = await Promise.all([
+      redis.zrangebyscore(REVOKED_SESSIONS_KEY, t, '+inf', 'WITHSCORES'),
+      redis.zrangebyscore(STALE_USERS_KEY, t - TOKEN_LIFETIME_MS - SKEW_MS, '+inf', 'WITHSCORES')
+    ])
+    for (let i = 0; i < sessions.length; i += 2) addSession(sessions[i] as string, Number(sessions[i + 1]))
+    for (let i = 0; i < users.length; i += 2) addStaleUser(users[i] as string, Number(users[i + 1]))
+  }
+
+  async function loadFromIdentity (): Promise<void> {
+    const since = syncedUpTo ?? now() - TOKEN_LIFETIME_MS - SKEW_MS
+    const startedAt = now()
+    const sessions = await options.identity.revokedSessionsSince(since)
+    const shared: Array<[string, number]> = []
+    for (const s of sessions) {
+      const forgetAt = Math.min(forgetAfter(Date.parse(s.revoked_at)), Date.parse(s.expires_at) + SKEW_MS)
+      addSession(s.id, forgetAt)
+      shared.push([s.id, forgetAt])
+    }
+    await share(REVOKED_SESSIONS_KEY, shared)
+    // The next sync overlaps a little: a revocation committed while we asked is not skipped.
+    syncedUpTo = startedAt - SKEW_MS
+  }
+
+  return {
+    /** Why this token must be refused, or null. `issuedAt` in seconds (the `iat` claim). */
+    check (sessionId: string, userId: string, issuedAt: number): Rejection | null {
+      if (revokedSessions.has(sessionId)) return 'session_revoked'
+      const staleBefore = staleUsers.get(userId)
+      // iat has one-second resolution, so a token issued in the second of the change may
+      // predate it: it is refused (fail closed). Otherwise a demoted user refreshing in a
+      // loop keeps the old permissions for a token lifetime; the cost is that a refresh in
+      // that same second must be repeated a moment later.
+      if (staleBefore !== undefined && issuedAt <= Math.floor(staleBefore / 1000)) return 'permissions_changed'
+      return null
+    },
+
+    async revokeSessions (sessionIds: string[], at: number): Promise<void> {
+      const forgetAt = forgetAfter(at)
+      for (const id of sessionIds) addSession(id, forgetAt)
+      await share(REVOKED_SESSIONS_KEY, sessionIds.map((id) => [id, forgetAt]))
+    },
+
+    async permissionsChanged (userIds: string[], at: number): Promise<void> {
+      for (const id of userIds) addStaleUser(id, at)
+      await share(STALE_USERS_KEY, userIds.map((id) => [id, at]))
+    },
+
+    /** Catches up from Redis and identity; each source that fails is logged and retried next time. */
+    async sync (): Promise<void> {
+      await Promise.all([
+        loadShared().catch((err: unknown) => { log.warn({ err }, 'could not read shared revocations from Redis') }),
+        loadFromIdentity().catch((err: unknown) => { log.warn({ err }, 'could not read the revocation feed from identity') })
+      ])
+    },
+
+    /** Drops entries that can no longer reject any live token, and trims Redis likewise. */
+    async prune (): Promise<void> {
+      const t = now()
+      for (const [id, forgetAt] of revokedSessions) if (forgetAt <= t) revokedSessions.delete(id)
+      for (const [id, at] of staleUsers) if (forgetAfter(at) <= t) staleUsers.delete(id)
+      if (redis === null || redis.status !== 'ready') return
+      try {
+        await Promise.all([
+          redis.zremrangebyscore(REVOKED_SESSIONS_KEY, '-inf', t),
+          redis.zremrangebyscore(STALE_USERS_KEY, '-inf', t - TOKEN_LIFETIME_MS - SKEW_MS)
+        ])
+      } catch {
+        // Trimming is housekeeping; the next prune tries again.
+      }
+    },
+
+    get size (): { sessions: number, users: number } { return { sessions: revokedSessions.size, users: staleUsers.size } }
+  }
+}
+
+export type TokenRevocations = ReturnType<typeof createTokenRevocations>

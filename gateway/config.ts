@@ -1,0 +1,85 @@
+import { Type, type Static } from 'typebox'
+import { validateConfig } from '../common/config.js'
+import type { GatewayOptionsInput } from './options.js'
+
+/**
+ * The standalone gateway's environment. IDENTITY_SERVICE_TOKEN, IDENTITY_ISSUER,
+ * IDENTITY_AUDIENCE, IDENTITY_EVENTS_CHANNEL and REDIS_URL have the same names as
+ * identity's, so one environment configures both.
+ */
+export const GatewayEnvSchema = Type.Object({
+  GATEWAY_HOST: Type.String({ default: '0.0.0.0', description: 'Interface the gateway listens on.' }),
+  GATEWAY_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000, description: 'Port of the gateway: the one base URL clients call.' }),
+  GATEWAY_UPSTREAMS_FILE: Type.String({ minLength: 1, default: 'gateway/upstreams.default.yaml', description: 'Upstreams config (YAML or JSON); see "Adding an upstream".' }),
+  GATEWAY_WATCH_UPSTREAMS: Type.Boolean({ default: true, description: 'Reload the upstreams file when it changes (SIGHUP always reloads).' }),
+  IDENTITY_PUBLIC_URL: Type.String({ format: 'uri', pattern: '^https?://', default: 'http://127.0.0.1:3001', description: "Identity's public listener: login, refresh, logout, JWKS." }),
+  IDENTITY_INTERNAL_URL: Type.String({ format: 'uri', pattern: '^https?://', default: 'http://127.0.0.1:3002', description: "Identity's admin/internal listener, for key verification and the revocation feed." }),
+  IDENTITY_SERVICE_TOKEN: Type.String({ minLength: 32, description: "Identity's service credential for /internal/*. Required." }),
+  IDENTITY_ISSUER: Type.String({ minLength: 1, default: 'portier-identity', description: 'Expected `iss` of access tokens.' }),
+  IDENTITY_AUDIENCE: Type.String({ minLength: 1, default: 'portier-gateway', description: 'Expected `aud` of access tokens.' }),
+  IDENTITY_EVENTS_CHANNEL: Type.String({ minLength: 1, default: 'portier:events', description: 'Redis channel of identity\'s invalidation events.' }),
+  REDIS_URL: Type.Optional(Type.String({ minLength: 1, description: 'Redis for the L2 key cache, shared revocations and events. Unset: L1 only, events in process.' })),
+  GATEWAY_IDENTITY_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 60_000, default: 2_000, description: 'Longest wait for identity on a key-cache miss.' }),
+  GATEWAY_KEY_CACHE_L1_MAX_ENTRIES: Type.Integer({ minimum: 1, default: 10_000, description: 'Verified API keys kept in process (LRU).' }),
+  GATEWAY_KEY_CACHE_L1_TTL_SECONDS: Type.Number({ exclusiveMinimum: 0, maximum: 3_600, default: 30, description: 'Life of an L1 entry: bounds a missed eviction while Redis is down.' }),
+  GATEWAY_KEY_CACHE_L2_TTL_SECONDS: Type.Number({ exclusiveMinimum: 0, maximum: 86_400, default: 300, description: 'Life of a Redis (L2) entry; never beyond the key\'s expiry.' }),
+  GATEWAY_NEGATIVE_CACHE_TTL_SECONDS: Type.Number({ exclusiveMinimum: 0, maximum: 300, default: 5, description: 'How long a refused key is refused without asking identity again.' }),
+  GATEWAY_TOKEN_CACHE_MAX_ENTRIES: Type.Integer({ minimum: 1, default: 10_000, description: 'Verified access tokens remembered until they expire (LRU).' }),
+  GATEWAY_JWKS_COOLDOWN_SECONDS: Type.Number({ minimum: 0, maximum: 3_600, default: 30, description: 'Least time between JWKS fetches caused by unknown `kid`s.' }),
+  GATEWAY_REVOCATION_SYNC_SECONDS: Type.Number({ exclusiveMinimum: 0, maximum: 3_600, default: 30, description: 'How often revoked sessions are re-read from Redis and identity (a net under lost events).' }),
+  GATEWAY_BODY_LIMIT_BYTES: Type.Integer({ minimum: 1_024, default: 1_048_576, description: 'Largest accepted request body (1 MiB).' }),
+  GATEWAY_MAX_INFLECTION_DEPTH: Type.Integer({ minimum: 1, maximum: 10_000, default: 512, description: 'Deepest JSON nesting the gateway inflects.' }),
+  GATEWAY_MAX_INFLECTED_RESPONSE_BYTES: Type.Integer({ minimum: 1_024, default: 16_777_216, description: 'Largest upstream JSON body the gateway inflects (16 MiB); larger is a 502.' }),
+  GATEWAY_TRUST_PROXY: Type.String({ default: 'false', description: 'Whose X-Forwarded-* to trust (load balancers in front): false, true, or a comma list of IPs/CIDRs.' }),
+  GATEWAY_SHUTDOWN_GRACE_SECONDS: Type.Number({ minimum: 0, maximum: 300, default: 10, description: 'On SIGTERM, how long in-flight requests get to finish.' }),
+  LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, { default: 'info', description: 'pino log level.' })
+}, { additionalProperties: true })
+
+type GatewayEnv = Static<typeof GatewayEnvSchema>
+
+export interface GatewayServerConfig {
+  host: string
+  port: number
+  trustProxy: boolean | string
+  shutdownGraceMs: number
+  logLevel: string
+  plugin: GatewayOptionsInput
+}
+
+/** Reads and validates the standalone gateway's environment; throws a ConfigError naming every bad variable. */
+export function loadGatewayConfig (env: Record<string, string | undefined> = process.env): Readonly<GatewayServerConfig> {
+  const e = validateConfig<GatewayEnv>(GatewayEnvSchema, env, 'gateway environment')
+  return Object.freeze({
+    host: e.GATEWAY_HOST,
+    port: e.GATEWAY_PORT,
+    trustProxy: e.GATEWAY_TRUST_PROXY === 'true' ? true : e.GATEWAY_TRUST_PROXY === 'false' ? false : e.GATEWAY_TRUST_PROXY,
+    shutdownGraceMs: e.GATEWAY_SHUTDOWN_GRACE_SECONDS * 1000,
+    logLevel: e.LOG_LEVEL,
+    plugin: {
+      upstreamsFile: e.GATEWAY_UPSTREAMS_FILE,
+      watchUpstreamsFile: e.GATEWAY_WATCH_UPSTREAMS,
+      identity: {
+        publicUrl: e.IDENTITY_PUBLIC_URL,
+        internalUrl: e.IDENTITY_INTERNAL_URL,
+        serviceToken: e.IDENTITY_SERVICE_TOKEN,
+        issuer: e.IDENTITY_ISSUER,
+        audience: e.IDENTITY_AUDIENCE,
+        timeoutMs: e.GATEWAY_IDENTITY_TIMEOUT_MS
+      },
+      ...(e.REDIS_URL !== undefined ? { redisUrl: e.REDIS_URL } : {}),
+      eventsChannel: e.IDENTITY_EVENTS_CHANNEL,
+      keyCache: {
+        l1MaxEntries: e.GATEWAY_KEY_CACHE_L1_MAX_ENTRIES,
+        l1TtlSeconds: e.GATEWAY_KEY_CACHE_L1_TTL_SECONDS,
+        l2TtlSeconds: e.GATEWAY_KEY_CACHE_L2_TTL_SECONDS,
+        negativeTtlSeconds: e.GATEWAY_NEGATIVE_CACHE_TTL_SECONDS
+      },
+      tokenCacheMaxEntries: e.GATEWAY_TOKEN_CACHE_MAX_ENTRIES,
+      jwksCooldownSeconds: e.GATEWAY_JWKS_COOLDOWN_SECONDS,
+      revocationSyncSeconds: e.GATEWAY_REVOCATION_SYNC_SECONDS,
+      bodyLimitBytes: e.GATEWAY_BODY_LIMIT_BYTES,
+      maxInflectionDepth: e.GATEWAY_MAX_INFLECTION_DEPTH,
+      maxInflectedResponseBytes: e.GATEWAY_MAX_INFLECTED_RESPONSE_BYTES
+    }
+  })
+}

@@ -1,0 +1,32 @@
+import { bearerChallenge, defineProblem } from '../common/problem.js'
+
+/** RFC 6750 §3.1 as the issue asks: `invalid_token` for any credential that was sent and refused. */
+const invalidCredentialChallenge = { 'www-authenticate': bearerChallenge('invalid_token') }
+
+/**
+ * The gateway's problem table. Codes are stable and never reused; the README lists
+ * each one and a test keeps the two in step. Details never echo a credential.
+ * `credentials_missing` and `invalid_token` are shared with identity (AuthProblems).
+ */
+export const GatewayProblems = {
+  malformedPath: defineProblem('malformed_path', 400, 'Malformed path', 'The request path is refused: %s.'),
+  methodOverrideRefused: defineProblem('method_override_refused', 400, 'Method override refused',
+    'The %s header is not accepted: send the real HTTP method.'),
+  methodNotAllowed: defineProblem('method_not_allowed', 405, 'Method not allowed', '%s is not declared for this path.'),
+  invalidInflection: defineProblem('invalid_inflection', 400, 'Invalid x-api-inflection',
+    'x-api-inflection must be one of: %s.'),
+  conflictingCredentials: defineProblem('conflicting_credentials', 400, 'Conflicting credentials',
+    'Send either x-api-key or Authorization: Bearer, not both.'),
+  invalidApiKey: defineProblem('invalid_api_key', 401, 'Invalid API key', 'The API key is %s.', invalidCredentialChallenge),
+  permissionDenied: defineProblem('permission_denied', 403, 'Permission denied', 'This credential lacks the permission %s.'),
+  permissionNotDeclared: defineProblem('permission_not_declared', 403, 'Route not permitted',
+    'No permission is declared for %s %s, so the gateway denies it.'),
+  bodyTooDeep: defineProblem('body_too_deep', 400, 'JSON body nested too deeply',
+    'The JSON body is nested deeper than %s levels and cannot be inflected.'),
+  identityUnavailable: defineProblem('identity_unavailable', 503, 'Identity unavailable',
+    'The API key cannot be verified right now; retry later.', { 'retry-after': '5' }),
+  upstreamUnavailable: defineProblem('upstream_unavailable', 502, 'Upstream unavailable', 'The upstream service %s did not answer.'),
+  upstreamTimeout: defineProblem('upstream_timeout', 504, 'Upstream timeout', 'The upstream service %s did not answer within %s ms.'),
+  upstreamBodyNotInflectable: defineProblem('upstream_body_not_inflectable', 502, 'Upstream body not inflectable',
+    'The upstream answered JSON that cannot be inflected: %s.')
+} as const

@@ -1,0 +1,47 @@
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+
+/**
+ * Prometheus metrics (prom-client), one registry per gateway instance so that two
+ * gateways in one process (tests, a host app) never share counters. Labels are
+ * bounded: route patterns from config, never raw paths.
+ */
+export function createGatewayMetrics () {
+  const registry = new Registry()
+  collectDefaultMetrics({ register: registry, prefix: 'portier_gateway_' })
+  return {
+    registry,
+    requests: new Counter({
+      name: 'portier_gateway_requests_total',
+      help: 'Requests answered, by matched route pattern, method and status.',
+      labelNames: ['route', 'method', 'status'] as const,
+      registers: [registry]
+    }),
+    authOutcomes: new Counter({
+      name: 'portier_gateway_auth_outcomes_total',
+      help: 'Authentication outcomes by credential kind (api_key, bearer, none) and outcome.',
+      labelNames: ['credential', 'outcome'] as const,
+      registers: [registry]
+    }),
+    keyCache: new Counter({
+      name: 'portier_gateway_key_cache_total',
+      help: 'API key lookups by tier (l1, l2, identity) and result (hit, miss, negative_hit, valid, invalid).',
+      labelNames: ['tier', 'result'] as const,
+      registers: [registry]
+    }),
+    upstreamDuration: new Histogram({
+      name: 'portier_gateway_upstream_duration_seconds',
+      help: 'Time from sending the request upstream to its response headers, by upstream and status class.',
+      labelNames: ['upstream', 'status_class'] as const,
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry]
+    }),
+    invalidations: new Counter({
+      name: 'portier_gateway_invalidation_events_total',
+      help: 'Invalidation events received from identity, by type.',
+      labelNames: ['type'] as const,
+      registers: [registry]
+    })
+  }
+}
+
+export type GatewayMetrics = ReturnType<typeof createGatewayMetrics>

@@ -1,0 +1,51 @@
+import { Type, type Static } from 'typebox'
+
+/**
+ * The gateway plugin's options, validated when the plugin is registered (a bad value
+ * fails `app.register` with a message naming the option). Durations are in seconds,
+ * sizes in bytes or entries. The standalone server builds these from environment
+ * variables (gateway/config.ts); a host app passes them directly.
+ */
+export const GatewayOptionsSchema = Type.Object({
+  /** Path of the upstreams file (YAML or JSON). Exactly one of upstreamsFile / upstreams. */
+  upstreamsFile: Type.Optional(Type.String({ minLength: 1 })),
+  /** The upstreams config as an object, in the file's shape. */
+  upstreams: Type.Optional(Type.Object({ upstreams: Type.Array(Type.Unknown()) })),
+  /** Reload the upstreams file when it changes on disk (SIGHUP always reloads in the server). */
+  watchUpstreamsFile: Type.Optional(Type.Boolean({ default: false })),
+  identity: Type.Object({
+    publicUrl: Type.String({ format: 'uri', pattern: '^https?://' }),
+    internalUrl: Type.String({ format: 'uri', pattern: '^https?://' }),
+    serviceToken: Type.String({ minLength: 32 }),
+    issuer: Type.Optional(Type.String({ minLength: 1, default: 'portier-identity' })),
+    audience: Type.Optional(Type.String({ minLength: 1, default: 'portier-gateway' })),
+    timeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 60_000, default: 2_000 }))
+  }, { additionalProperties: false }),
+  redisUrl: Type.Optional(Type.String({ minLength: 1 })),
+  eventsChannel: Type.Optional(Type.String({ minLength: 1, default: 'portier:events' })),
+  keyCache: Type.Optional(Type.Object({
+    l1MaxEntries: Type.Optional(Type.Integer({ minimum: 1, default: 10_000 })),
+    l1TtlSeconds: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 3_600, default: 30 })),
+    l2TtlSeconds: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 86_400, default: 300 })),
+    negativeTtlSeconds: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 300, default: 5 }))
+  }, { additionalProperties: false, default: {} })),
+  tokenCacheMaxEntries: Type.Optional(Type.Integer({ minimum: 1, default: 10_000 })),
+  jwksCooldownSeconds: Type.Optional(Type.Number({ minimum: 0, maximum: 3_600, default: 30 })),
+  revocationSyncSeconds: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 3_600, default: 30 })),
+  bodyLimitBytes: Type.Optional(Type.Integer({ minimum: 1_024, default: 1_048_576 })),
+  maxInflectionDepth: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, default: 512 })),
+  maxInflectedResponseBytes: Type.Optional(Type.Integer({ minimum: 1_024, default: 16_777_216 })),
+  /** Serve /healthz, /readyz and /metrics from the plugin (turn off if the host has its own). */
+  observabilityRoutes: Type.Optional(Type.Boolean({ default: true }))
+}, { additionalProperties: false })
+
+/** What a host app passes: every option with a default may be left out. */
+export type GatewayOptionsInput = Static<typeof GatewayOptionsSchema>
+
+type Optionals = 'upstreamsFile' | 'upstreams' | 'redisUrl'
+/** The options after validation: defaults filled in. */
+export type ResolvedGatewayOptions = Required<Omit<GatewayOptionsInput, Optionals | 'identity' | 'keyCache'>> &
+Pick<GatewayOptionsInput, Optionals> & {
+  identity: Required<GatewayOptionsInput['identity']>
+  keyCache: Required<NonNullable<GatewayOptionsInput['keyCache']>>
+}

@@ -1,0 +1,131 @@
+import fp from 'fastify-plugin'
+import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify'
+import { ConfigError, validateConfig } from '../common/config.js'
+import { acceptsJson } from '../common/accept.js'
+import { CommonProblems, sendProblem, toProblem } from '../common/problem.js'
+import { observabilityRoutes } from './observability/routes.js'
+import { GatewayOptionsSchema, type GatewayOptionsInput, type ResolvedGatewayOptions } from './options.js'
+import { registerProxy } from './proxy/index.js'
+import type { GateDecision } from './request-gate.js'
+import { createGatewayRuntime, type GatewayRuntime, type RuntimeDependencies } from './runtime.js'
+import { isJsonContentType } from './proxy/json-bodies.js'
+import { inflectKeys, keyConverter } from './inflection/index.js'
+
+export type GatewayPluginOptions = GatewayOptionsInput & RuntimeDependencies
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The gateway registered on this app: reload its upstreams, read its state. */
+    portierGateway: GatewayRuntime
+  }
+  interface FastifyRequest {
+    portierGate: GateDecision | null
+  }
+}
+
+/** Standard RFC 9457 members keep their names whatever the inflection; extension members follow it. */
+const PROBLEM_MEMBERS = new Set(['type', 'title', 'status', 'detail', 'code'])
+
+function decisionOf (request: FastifyRequest): GateDecision {
+  // The gate runs in onRequest for every route of the proxy context, so this is set by the time a handler runs.
+  return request.portierGate as GateDecision
+}
+
+const OPTIONS_SOURCE = 'portier gateway options'
+
+function resolveOptions (options: GatewayOptionsInput): ResolvedGatewayOptions {
+  // A copy: Ajv fills defaults in place, and the host's object is not ours to change.
+  const raw = structuredClone({ ...options }) as Record<string, unknown>
+  // validateConfig reads only the schema's members (environments hold other variables); options must hold nothing else.
+  const unknown = Object.keys(raw).filter((name) => !(name in GatewayOptionsSchema.properties))
+  if (unknown.length > 0) throw new ConfigError(OPTIONS_SOURCE, unknown.map((name) => `${name}: is not a known option`))
+  const resolved = validateConfig<ResolvedGatewayOptions>(GatewayOptionsSchema, raw, OPTIONS_SOURCE)
+  if ((resolved.upstreamsFile === undefined) === (resolved.upstreams === undefined)) {
+    throw new ConfigError(OPTIONS_SOURCE, ['pass exactly one of upstreamsFile and upstreams'])
+  }
+  return resolved
+}
+
+/**
+ * The routes and hooks that carry traffic, in their own encapsulated context so that
+ * none of it touches the host app's routes: only JSON bodies are parsed (anything else
+ * is a 415), every request passes the gate before its body is read, errors are
+ * problem+json, and problem extension members follow the requested inflection.
+ */
+async function trafficContext (app: FastifyInstance, { runtime, options }: { runtime: GatewayRuntime, options: ResolvedGatewayOptions }): Promise<void> {
+  app.removeAllContentTypeParsers()
+  for (const type of ['application/json', /^application\/[\w.+-]+\+json$/]) {
+    app.addContentTypeParser(type, { parseAs: 'buffer', bodyLimit: options.bodyLimitBytes }, (_request, body, done) => { done(null, body) })
+  }
+
+  app.setErrorHandler((error, request, reply) => {
+    const problem = toProblem(error, request)
+    if ((problem.statusCode ?? 500) >= 500 && problem.code === CommonProblems.internal.code) request.log.error({ err: error }, 'request failed')
+    return sendProblem(reply, problem)
+  })
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id)
+    if (!acceptsJson(request.headers.accept)) throw CommonProblems.notAcceptable()
+    request.portierGate = await runtime.gate(request, reply)
+  })
+
+  app.addHook('preSerialization', async (request, _reply, payload) => {
+    const style = request.portierGate?.inflection
+    if (style === undefined || style === null || typeof payload !== 'object' || payload === null) return payload
+    const convert = keyConverter(style)
+    const out: Record<string, unknown> = {}
+    for (const [name, value] of Object.entries(payload)) {
+      out[PROBLEM_MEMBERS.has(name) ? name : convert(name)] = PROBLEM_MEMBERS.has(name) ? value : inflectKeys(value, convert)
+    }
+    return out
+  })
+
+  app.addHook('onSend', async (request, reply, payload) => {
+    // Gateway-made JSON (problems) can be inflected too: say so to caches.
+    if (request.portierGate?.inflection !== undefined && isJsonContentType(reply.getHeader('content-type')) && !reply.hasHeader('vary')) {
+      reply.header('vary', 'x-api-inflection')
+    }
+    return payload
+  })
+
+  app.addHook('onResponse', async (request, reply) => {
+    runtime.metrics.requests.inc({
+      route: request.portierGate?.route.pattern ?? 'unmatched',
+      method: request.method,
+      status: String(reply.statusCode)
+    })
+  })
+
+  await registerProxy(app, {
+    decisionOf,
+    metrics: runtime.metrics,
+    maxInflectionDepth: options.maxInflectionDepth,
+    maxInflectedResponseBytes: options.maxInflectedResponseBytes,
+    connectTimeoutMs: runtime.connectTimeoutMs
+  })
+}
+
+const gatewayPlugin: FastifyPluginAsync<GatewayPluginOptions> = async (app, pluginOptions) => {
+  const { events, redis, now, ...input } = pluginOptions
+  const options = resolveOptions(input)
+  const runtime = createGatewayRuntime(options, {
+    ...(events !== undefined ? { events } : {}),
+    ...(redis !== undefined ? { redis } : {}),
+    ...(now !== undefined ? { now } : {})
+  }, app.log)
+  app.decorate('portierGateway', runtime)
+  app.decorateRequest('portierGate', null)
+  app.addHook('onReady', async () => { await runtime.start() })
+  app.addHook('onClose', async () => { await runtime.close() })
+  if (options.observabilityRoutes) await app.register(observabilityRoutes, { runtime })
+  await app.register(trafficContext, { runtime, options })
+}
+
+/**
+ * Portier's gateway as a Fastify plugin: register it on any Fastify 5 app, next to
+ * routes of the app's own (they take precedence over the gateway's catch-all).
+ * Options are validated at registration; a bad one fails `register` naming it.
+ */
+export const portierGateway = fp(gatewayPlugin, { fastify: '5.x', name: 'portier-gateway' })
+export default portierGateway

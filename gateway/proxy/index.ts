@@ -1,0 +1,121 @@
+import httpProxy from '@fastify/http-proxy'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { Readable } from 'node:stream'
+import { Agent, Pool } from 'undici'
+import { sendProblem, type PortierProblem } from '../../common/problem.js'
+import { GatewayProblems } from '../errors.js'
+import type { GatewayMetrics } from '../observability/metrics.js'
+import type { GateDecision } from '../request-gate.js'
+import { forwardHeaders } from './forward-headers.js'
+import { canDecode, decode, inflectRequestBody, inflectResponseBody, isJsonContentType, readBody } from './json-bodies.js'
+
+export interface ProxyOptions {
+  decisionOf: (request: FastifyRequest) => GateDecision
+  metrics: GatewayMetrics
+  maxInflectionDepth: number
+  maxInflectedResponseBytes: number
+  /** Connect timeout for an upstream origin, read when its connection pool is created. */
+  connectTimeoutMs: (origin: string) => number
+}
+
+const BODYLESS_STATUSES = new Set([204, 205, 304])
+
+function addVary (reply: FastifyReply, header: string): void {
+  const current = reply.getHeader('vary')
+  if (current === undefined) reply.header('vary', header)
+  else if (!String(current).toLowerCase().split(/\s*,\s*/).includes(header)) reply.header('vary', `${String(current)}, ${header}`)
+}
+
+/** Per-origin connection pools (undici) whose connect timeout comes from that upstream's config. */
+function createUpstreamAgent (connectTimeoutMs: (origin: string) => number): Agent {
+  return new Agent({
+    keepAliveTimeout: 10_000,
+    connections: 128,
+    connect: {},
+    factory: (origin, options) => new Pool(origin, { ...options, connect: { timeout: connectTimeoutMs(String(origin)) } })
+  } as ConstructorParameters<typeof Agent>[0])
+}
+
+/**
+ * Proxies every gated request with @fastify/http-proxy (on @fastify/reply-from and
+ * undici). The gate has already chosen the upstream and the exact, normalised path;
+ * the handler sends that path, never the raw URL, so the path that was authorised
+ * is the path the upstream serves. JSON request bodies are converted to the
+ * upstream's native case and JSON responses to the client's, when asked.
+ */
+export async function registerProxy (app: FastifyInstance, options: ProxyOptions): Promise<void> {
+  const { decisionOf, metrics } = options
+  const agent = createUpstreamAgent(options.connectTimeoutMs)
+  app.addHook('onClose', async () => { await agent.close() })
+
+  function respond (request: FastifyRequest, reply: FastifyReply, res: { statusCode: number, stream: Readable }, startedAt: number): void {
+    const decision = decisionOf(request)
+    metrics.upstreamDuration.observe({ upstream: decision.route.upstream.name, status_class: `${Math.floor(res.statusCode / 100)}xx` },
+      (performance.now() - startedAt) / 1000)
+    const json = isJsonContentType(reply.getHeader('content-type'))
+    if (json) addVary(reply, 'x-api-inflection')
+    const encoding = String(reply.getHeader('content-encoding') ?? '').trim().toLowerCase()
+    if (decision.inflection === null || !json || request.method === 'HEAD' || BODYLESS_STATUSES.has(res.statusCode) || !canDecode(encoding)) {
+      reply.send(res.stream)
+      return
+    }
+    const limit = options.maxInflectedResponseBytes
+    readBody(res.stream, limit)
+      .then(async (raw) => await decode(raw, encoding, limit))
+      .then((body) => {
+        const text = inflectResponseBody(body, decision.inflection as NonNullable<GateDecision['inflection']>, options.maxInflectionDepth)
+        reply.removeHeader('content-encoding')
+        reply.removeHeader('transfer-encoding')
+        reply.header('content-length', Buffer.byteLength(text))
+        reply.send(text)
+      })
+      .catch((err: unknown) => {
+        reply.removeHeader('content-encoding')
+        reply.removeHeader('content-length')
+        reply.removeHeader('transfer-encoding')
+        reply.send(err)
+      })
+  }
+
+  function upstreamFailed (request: FastifyRequest, reply: FastifyReply, error: { statusCode?: number, code?: string }): void {
+    const upstream = decisionOf(request).route.upstream
+    const timedOut = error.statusCode === 504
+    request.log.warn({ upstream: upstream.name, code: error.code }, timedOut ? 'upstream timed out' : 'upstream unreachable')
+    const problem: PortierProblem = timedOut
+      ? GatewayProblems.upstreamTimeout([upstream.name, upstream.timeouts.responseMs])
+      : GatewayProblems.upstreamUnavailable([upstream.name])
+    sendProblem(reply, problem)
+  }
+
+  await app.register(httpProxy, {
+    // No fixed upstream: the gate picks one per request (config can change on reload).
+    upstream: '',
+    prefix: '/',
+    // A preValidation hook stops http-proxy from installing its catch-all body parsers: ours read JSON only.
+    preValidation: async () => {},
+    undici: agent as unknown as Record<string, unknown>,
+    disableRequestLogging: true,
+    replyOptions: {
+      getUpstream: (request: FastifyRequest) => decisionOf(request).route.upstream.origin
+    },
+    handler: (request: FastifyRequest, reply: FastifyReply, _dest: string, fromOptions: Record<string, unknown>) => {
+      const decision = decisionOf(request)
+      const upstream = decision.route.upstream
+      let body: Buffer | string | undefined = request.body as Buffer | undefined
+      if (body !== undefined && body.length > 0 && decision.inflection !== null) {
+        body = inflectRequestBody(body, upstream.keyCase, options.maxInflectionDepth)
+      }
+      const startedAt = performance.now()
+      return reply.from(decision.upstreamPath + decision.search, {
+        ...fromOptions,
+        timeout: upstream.timeouts.responseMs,
+        // One attempt: retrying a request the upstream may have acted on is not the gateway's call.
+        retryDelay: () => null,
+        ...(body !== undefined ? { body, contentType: String(request.headers['content-type']) } : {}),
+        rewriteRequestHeaders: (req, headers) => forwardHeaders(req as FastifyRequest, decision, headers),
+        onResponse: (req, rep, res) => { respond(req as FastifyRequest, rep as FastifyReply, res as { statusCode: number, stream: Readable }, startedAt) },
+        onError: (rep, { error }) => { upstreamFailed(request, rep as FastifyReply, error as { statusCode?: number, code?: string }) }
+      } as Parameters<FastifyReply['from']>[1])
+    }
+  } as never)
+}

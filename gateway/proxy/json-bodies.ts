@@ -1,0 +1,86 @@
+import { promisify } from 'node:util'
+import { brotliDecompress, gunzip, inflate } from 'node:zlib'
+import type { Readable } from 'node:stream'
+import { CommonProblems } from '../../common/problem.js'
+import { GatewayProblems } from '../errors.js'
+import { InflectionDepthError, inflectKeys, keyConverter, type KeyCase } from '../inflection/index.js'
+
+const JSON_CONTENT_TYPE = /^application\/(?:[\w.+-]+\+)?json(?:\s*;|$)/i
+
+/** application/json and any `+json` type (problem+json included). */
+export function isJsonContentType (contentType: unknown): boolean {
+  return typeof contentType === 'string' && JSON_CONTENT_TYPE.test(contentType)
+}
+
+const decoders: Record<string, (input: Buffer, options: { maxOutputLength: number }) => Promise<Buffer>> = {
+  gzip: promisify(gunzip),
+  'x-gzip': promisify(gunzip),
+  deflate: promisify(inflate),
+  br: promisify(brotliDecompress)
+}
+
+/** Whether we can decode this content-encoding ('' or identity: nothing to decode). */
+export function canDecode (encoding: string): boolean {
+  return encoding === '' || encoding === 'identity' || decoders[encoding] !== undefined
+}
+
+/** Reads a response stream whole, refusing more than `limit` bytes. */
+export async function readBody (stream: Readable, limit: number): Promise<Buffer> {
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of stream) {
+    size += (chunk as Buffer).length
+    if (size > limit) {
+      stream.destroy()
+      throw GatewayProblems.upstreamBodyNotInflectable([`larger than ${limit} bytes`])
+    }
+    chunks.push(chunk as Buffer)
+  }
+  return Buffer.concat(chunks, size)
+}
+
+export async function decode (body: Buffer, encoding: string, limit: number): Promise<Buffer> {
+  const decoder = decoders[encoding]
+  if (decoder === undefined) return body
+  try {
+    return await decoder(body, { maxOutputLength: limit })
+  } catch {
+    throw GatewayProblems.upstreamBodyNotInflectable([`its ${encoding} encoding does not decode within ${limit} bytes`])
+  }
+}
+
+/**
+ * Parses JSON text and converts every key to `style`. Bad JSON and excessive depth
+ * are reported through `onBadJson` / `onTooDeep` so that requests (400) and
+ * responses (502) answer differently.
+ */
+function inflectText (text: string, style: KeyCase, maxDepth: number, problems: { badJson: () => Error, tooDeep: () => Error }): string {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    throw problems.badJson()
+  }
+  try {
+    return JSON.stringify(inflectKeys(parsed, keyConverter(style), { maxDepth }))
+  } catch (err) {
+    if (err instanceof InflectionDepthError) throw problems.tooDeep()
+    throw err
+  }
+}
+
+/** A client's JSON body, converted to the upstream's native key case. */
+export function inflectRequestBody (body: Buffer, nativeCase: KeyCase, maxDepth: number): string {
+  return inflectText(body.toString('utf8'), nativeCase, maxDepth, {
+    badJson: () => CommonProblems.malformedJson(),
+    tooDeep: () => GatewayProblems.bodyTooDeep([maxDepth])
+  })
+}
+
+/** An upstream's JSON body, converted to the style the client asked for. */
+export function inflectResponseBody (body: Buffer, style: KeyCase, maxDepth: number): string {
+  return inflectText(body.toString('utf8'), style, maxDepth, {
+    badJson: () => GatewayProblems.upstreamBodyNotInflectable(['it is not valid JSON']),
+    tooDeep: () => GatewayProblems.upstreamBodyNotInflectable([`it is nested deeper than ${maxDepth} levels`])
+  })
+}

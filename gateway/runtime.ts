@@ -1,0 +1,182 @@
+import { hkdfSync } from 'node:crypto'
+import { watch, type FSWatcher } from 'node:fs'
+import { basename, dirname, resolve } from 'node:path'
+import type { Redis } from 'ioredis'
+import type { FastifyBaseLogger } from 'fastify'
+import { ConfigError } from '../common/config.js'
+import { createMemoryEventBus, createRedisEventBus, type EventBus } from '../common/event-bus.js'
+import { createRedis } from '../common/redis.js'
+import { createAccessTokenVerifier } from './auth/access-token-verifier.js'
+import { createApiKeyVerifier } from './auth/api-key-verifier.js'
+import { createAuthenticator } from './auth/authenticate.js'
+import { createIdentityClient } from './auth/identity-client.js'
+import { subscribeToInvalidations } from './auth/invalidation.js'
+import { createJwksCache } from './auth/jwks-cache.js'
+import { createTokenRevocations } from './auth/token-revocations.js'
+import { createGatewayMetrics } from './observability/metrics.js'
+import type { ResolvedGatewayOptions } from './options.js'
+import { createRequestGate } from './request-gate.js'
+import { buildRouteTable, loadUpstreamsFile, parseUpstreams, type RouteTable, type UpstreamsConfig } from './routing/index.js'
+
+export interface RuntimeDependencies {
+  /** An event bus to share (the one-process demo passes identity's in-memory bus). */
+  events?: EventBus
+  /** A Redis connection to use instead of opening one from redisUrl. */
+  redis?: Redis
+  now?: () => number
+}
+
+const FILE_CHANGE_DEBOUNCE_MS = 100
+
+/**
+ * Everything a gateway instance holds: the route table (swapped whole on reload, so
+ * in-flight requests finish on the table they started with), the verifiers and
+ * their caches, the event subscription, and the timers that keep revocations in step.
+ */
+export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: RuntimeDependencies, log: FastifyBaseLogger) {
+  const identityOrigin = new URL(options.identity.publicUrl).origin
+  // Before anything that opens a connection: a bad upstreams file must fail the start
+  // without leaving a Redis client reconnecting forever in the host process.
+  let config = loadConfig()
+  let table: RouteTable = buildRouteTable(config, { identityOrigin })
+  const metrics = createGatewayMetrics()
+  const ownsRedis = deps.redis === undefined && options.redisUrl !== undefined
+  const redis: Redis | null = deps.redis ?? (options.redisUrl !== undefined ? createRedis(options.redisUrl) : null)
+  // ioredis emits 'error' on every failed reconnect; the state is reported by /readyz, not thrown.
+  redis?.on('error', (err: Error) => { log.debug({ err }, 'redis connection error') })
+  const ownsEvents = deps.events === undefined
+  const events = deps.events ?? (redis !== null
+    ? createRedisEventBus({ redis, channel: options.eventsChannel, log })
+    : createMemoryEventBus())
+  const identity = createIdentityClient({ ...options.identity })
+  const now = deps.now ?? Date.now
+
+  const keys = createApiKeyVerifier({
+    identity,
+    redis,
+    // Derived from the service credential every replica shares, so replicas share L2 entries without another secret.
+    hmacKey: Buffer.from(hkdfSync('sha256', options.identity.serviceToken, 'portier-gateway', 'api-key-cache', 32)),
+    l1MaxEntries: options.keyCache.l1MaxEntries,
+    l1TtlMs: options.keyCache.l1TtlSeconds * 1000,
+    l2TtlMs: options.keyCache.l2TtlSeconds * 1000,
+    negativeTtlMs: options.keyCache.negativeTtlSeconds * 1000,
+    metrics,
+    log,
+    now
+  })
+  const jwks = createJwksCache({ identity, cooldownMs: options.jwksCooldownSeconds * 1000, log, now })
+  const revocations = createTokenRevocations({ identity, redis, log, now })
+  const tokens = createAccessTokenVerifier({
+    jwks, revocations, issuer: options.identity.issuer, audience: options.identity.audience, cacheMaxEntries: options.tokenCacheMaxEntries, now
+  })
+  const authenticate = createAuthenticator({ keys, tokens, metrics })
+
+  function loadConfig (): UpstreamsConfig {
+    if (options.upstreamsFile !== undefined) {
+      const loaded = loadUpstreamsFile(options.upstreamsFile)
+      for (const warning of loaded.warnings) log.warn({ file: options.upstreamsFile }, warning)
+      return loaded.config
+    }
+    const loaded = parseUpstreams(JSON.stringify(options.upstreams), 'plugin option upstreams', 'json')
+    for (const warning of loaded.warnings) log.warn(warning)
+    return loaded.config
+  }
+
+  const gate = createRequestGate({ table: () => table, authenticate })
+
+  const timers: NodeJS.Timeout[] = []
+  let unsubscribe: (() => Promise<void>) | null = null
+  let watcher: FSWatcher | null = null
+  let redisWasDown = false
+
+  function connectTimeoutMs (origin: string): number {
+    const upstream = table.upstreams.find((u) => u.origin === origin)
+    return upstream?.timeouts.connectMs ?? 2_000
+  }
+
+  /** Reads the upstreams again; an invalid config is logged and the current one stays. */
+  function reload (): boolean {
+    try {
+      const next = loadConfig()
+      table = buildRouteTable(next, { identityOrigin })
+      config = next
+      log.info({ upstreams: table.upstreams.length, routes: table.routeCount }, 'upstreams reloaded')
+      return true
+    } catch (err) {
+      const problems = err instanceof ConfigError ? err.problems : [(err as Error).message]
+      log.error({ problems }, 'upstreams reload rejected; the previous config stays in force')
+      return false
+    }
+  }
+
+  function watchFile (file: string): void {
+    let debounce: NodeJS.Timeout | undefined
+    // The folder, not the file: editors replace files by rename, which a file watch loses.
+    watcher = watch(dirname(resolve(file)), (_event, name) => {
+      if (name !== basename(file)) return
+      clearTimeout(debounce)
+      debounce = setTimeout(reload, FILE_CHANGE_DEBOUNCE_MS)
+    })
+    watcher.on('error', (err) => { log.warn({ err }, 'upstreams file watch failed; SIGHUP still reloads') })
+  }
+
+  return {
+    metrics,
+    gate,
+    reload,
+    get table (): RouteTable { return table },
+    get config (): UpstreamsConfig { return config },
+    connectTimeoutMs,
+    keys,
+    jwks,
+    revocations,
+
+    /** Subscribes, loads keys and revocations, and starts the timers. Never throws: what fails is retried. */
+    async start (): Promise<void> {
+      const targets = { keys, revocations, jwks, metrics, log }
+      // With Redis down the subscription completes when it comes back; start does not wait for that.
+      const subscribed = subscribeToInvalidations(events, targets).then((stop) => { unsubscribe = stop })
+      await Promise.race([subscribed, new Promise((resolve) => setTimeout(resolve, options.identity.timeoutMs).unref())])
+      redis?.on('close', () => { redisWasDown = true })
+      redis?.on('ready', () => {
+        if (!redisWasDown) return
+        redisWasDown = false
+        log.info('redis is back: re-reading revocations and dropping L2 key entries that may have missed evictions')
+        void revocations.sync()
+        keys.flushL2().catch((err: unknown) => { log.warn({ err }, 'could not flush L2 key entries') })
+      })
+      await Promise.all([jwks.refresh(), revocations.sync()])
+      timers.push(setInterval(() => { void revocations.sync() }, options.revocationSyncSeconds * 1000).unref())
+      timers.push(setInterval(() => { void revocations.prune() }, 60_000).unref())
+      if (options.watchUpstreamsFile && options.upstreamsFile !== undefined) watchFile(options.upstreamsFile)
+    },
+
+    /** What /readyz reports. Ready means it can verify tokens; Redis or identity down is "degraded". */
+    async readiness () {
+      const identityUp = await identity.healthy()
+      const redisState = redis === null ? 'not_configured' : redis.status === 'ready' ? 'up' : 'down'
+      const degraded = !identityUp || redisState === 'down'
+      return {
+        ready: jwks.loaded,
+        status: !jwks.loaded ? 'not_ready' : degraded ? 'degraded' : 'ready',
+        checks: {
+          config: { routes: table.routeCount, upstreams: table.upstreams.length },
+          redis: redisState,
+          identity: identityUp ? 'up' : 'down',
+          jwks: jwks.loaded ? 'loaded' : 'not_loaded'
+        }
+      }
+    },
+
+    async close (): Promise<void> {
+      for (const timer of timers) clearInterval(timer)
+      watcher?.close()
+      await unsubscribe?.()
+      if (ownsEvents) await events.close()
+      if (ownsRedis) redis?.disconnect()
+      await identity.close()
+    }
+  }
+}
+
+export type GatewayRuntime = ReturnType<typeof createGatewayRuntime>

@@ -1,0 +1,82 @@
+import t from 'tap'
+import { assertJson, assertStatus } from '../helpers/assert.js'
+import { startStack } from '../helpers/gateway.js'
+import type { HttpAnswer } from '../helpers/http.js'
+
+/**
+ * What ops read: /healthz (the process answers), /readyz (ready, or degraded with the
+ * failing dependency named, when Redis goes away and comes back) and /metrics
+ * (Prometheus text with the gateway's request, auth, key-cache and upstream series).
+ */
+
+/** Prometheus' own scrape Accept header: the gateway must serve it. */
+const PROMETHEUS_ACCEPT = 'application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,' +
+  'text/plain;version=0.0.4;q=0.5,*/*;q=0.1'
+
+async function pollUntil (read: () => Promise<HttpAnswer>, done: (answer: HttpAnswer) => boolean, timeoutMs: number): Promise<HttpAnswer> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const answer = await read()
+    if (done(answer) || Date.now() > deadline) return answer
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+}
+
+t.test('health, readiness and metrics', async (t) => {
+  const s = await startStack(t)
+  const { gateway } = s
+
+  t.test('/healthz', async (t) => {
+    const answer = await gateway.call('/healthz')
+    assertJson(t, answer, 200, 'GET /healthz')
+    t.same(answer.body, { status: 'ok' }, 'the process answers')
+  })
+
+  t.test('/readyz: ready, then degraded while Redis is down, then ready again', async (t) => {
+    const ready = await gateway.call('/readyz')
+    assertJson(t, ready, 200, 'GET /readyz')
+    t.match(ready.body, {
+      status: 'ready',
+      checks: { config: { routes: Number, upstreams: 2 }, redis: 'up', identity: 'up', jwks: 'loaded' }
+    }, 'ready, with every check')
+    t.ok(ready.body.checks.config.routes >= 24, 'every route of the shipped file (and identity\'s) is loaded')
+    t.equal(ready.headers['cache-control'], 'no-store', 'readiness is never cached')
+
+    await s.redis.stop()
+    let redisDown = true
+    // Only if an assertion below threw: a second start would orphan the first redis-server.
+    t.teardown(async () => { if (redisDown) await s.redis.restart() })
+    const down = await pollUntil(async () => await gateway.call('/readyz'), (a) => a.body?.checks?.redis === 'down', 5_000)
+    assertJson(t, down, 200, 'GET /readyz with Redis down: still 200 (degraded modes serve)')
+    t.match(down.body, { status: 'degraded', checks: { redis: 'down', jwks: 'loaded' } }, 'degraded, naming redis')
+
+    await s.redis.restart()
+    redisDown = false
+    const back = await pollUntil(async () => await gateway.call('/readyz'), (a) => a.body?.status === 'ready', 10_000)
+    assertJson(t, back, 200, 'GET /readyz after Redis is back')
+    t.match(back.body, { status: 'ready', checks: { redis: 'up' } }, 'ready again')
+  })
+
+  t.test('/metrics: Prometheus text with the gateway\'s series', async (t) => {
+    const key = await s.createKey(['users:list'])
+    assertJson(t, await gateway.call('/users?per_page=1', { headers: { 'x-api-key': key.key } }), 200, 'a keyed request')
+    assertJson(t, await gateway.call('/users?per_page=1', { headers: { 'x-api-key': key.key } }), 200, 'the same key again (an L1 hit)')
+    assertStatus(t, await gateway.call('/nowhere'), 404, 'an unmatched request')
+
+    const metrics = await gateway.call('/metrics', { headers: { accept: PROMETHEUS_ACCEPT } })
+    assertStatus(t, metrics, 200, 'GET /metrics with Prometheus\' Accept')
+    t.match(metrics.headers['content-type'], /^text\/plain; version=0\.0\.4/, 'Prometheus text format')
+    const text = metrics.text
+    t.match(text, /^portier_gateway_requests_total\{[^}]*route="\/users"[^}]*status="200"[^}]*\} 2$/m, 'requests by route pattern from config')
+    t.match(text, /^portier_gateway_requests_total\{[^}]*route="unmatched"[^}]*status="404"[^}]*\} \d+$/m, 'unmatched requests in one series')
+    t.notMatch(text, /route="\/nowhere"/, 'never a raw path as a label')
+    t.match(text, /^portier_gateway_auth_outcomes_total\{credential="api_key",outcome="valid"\} 2$/m, 'auth outcomes')
+    t.match(text, /^portier_gateway_key_cache_total\{tier="l1",result="hit"\} \d+$/m, 'key cache by tier: an L1 hit')
+    t.match(text, /^portier_gateway_key_cache_total\{tier="l1",result="miss"\} \d+$/m, 'and the first L1 miss')
+    t.match(text, /^portier_gateway_upstream_duration_seconds_bucket\{[^}]*upstream="backoffice"[^}]*\} \d+$/m, 'upstream latency histogram')
+    t.notOk(text.includes(key.key) || text.includes(key.id), 'no key material in the metrics')
+
+    // /metrics is the one route that is not JSON: it opts out of the JSON-only Accept check.
+    assertStatus(t, await gateway.call('/metrics', { headers: { accept: 'text/plain' } }), 200, 'a plain text/plain Accept is served too')
+  })
+})

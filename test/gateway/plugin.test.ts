@@ -1,0 +1,73 @@
+import t from 'tap'
+import Fastify from 'fastify'
+import { ConfigError } from '../../common/config.js'
+import { portierGateway, type GatewayPluginOptions } from '../../gateway/plugin.js'
+import { assertJson, assertProblem } from '../helpers/assert.js'
+import { mockUpstreams, startStack } from '../helpers/gateway.js'
+import { http } from '../helpers/http.js'
+
+t.test('the plugin mounted in a host app that has routes of its own', async (t) => {
+  const s = await startStack(t)
+  const key = await s.createKey(['users:list'])
+  const host = Fastify()
+  host.get('/host/hello', async () => ({ hello: 'from the host' }))
+  host.post('/host/echo', async (request) => ({ received: request.body }))
+  await host.register(portierGateway, {
+    upstreams: mockUpstreams(s.upstreamUrl),
+    identity: { publicUrl: s.publicUrl, internalUrl: s.adminUrl, serviceToken: s.serviceToken },
+    eventsChannel: s.config.eventsChannel,
+    redisUrl: s.redis.url,
+    now: s.clock.now,
+    observabilityRoutes: false
+  })
+  t.teardown(() => host.close())
+  const url = await host.listen({ host: '127.0.0.1', port: 0 })
+
+  assertJson(t, await http(`${url}/host/hello`), 200, 'a host route answers')
+  t.same((await http(`${url}/host/hello`)).body, { hello: 'from the host' }, 'with the host\'s body, no credential needed')
+  const echoed = await http(`${url}/host/echo`, { body: { any_thing: 1 } })
+  t.same(echoed.body, { received: { any_thing: 1 } }, 'the host keeps its own JSON parsing')
+
+  const users = await http(`${url}/users?per_page=3`, { headers: { 'x-api-key': key.key } })
+  assertJson(t, users, 200, 'the gateway proxies beside the host routes')
+  t.equal(users.body.users.length, 3, 'the upstream\'s page')
+  assertProblem(t, await http(`${url}/users`), 401, 'credentials_missing', 'the gateway\'s rules hold inside the host')
+  t.equal(typeof host.portierGateway.reload, 'function', 'the host can reach the gateway (reload on its own signal)')
+  t.equal((await http(`${url}/healthz`)).status, 404, 'observability routes stay off when the host asks')
+})
+
+t.test('options are validated at registration, naming the bad one', async (t) => {
+  const valid: GatewayPluginOptions = {
+    upstreams: { upstreams: [{ name: 'mock', target: 'http://127.0.0.1:1', routes: [{ method: 'GET', path: '/users', permission: 'users:list' }] }] },
+    identity: { publicUrl: 'http://127.0.0.1:1', internalUrl: 'http://127.0.0.1:2', serviceToken: 'x'.repeat(32) }
+  }
+  const cases: Array<[string, Record<string, unknown>, RegExp]> = [
+    ['a short service token', { identity: { ...valid.identity, serviceToken: 'short' } }, /identity\.serviceToken/],
+    ['a negative TTL', { keyCache: { l1TtlSeconds: -1 } }, /keyCache\.l1TtlSeconds/],
+    ['an unknown option', { cacheSize: 3 }, /cacheSize: is not a known option/],
+    ['a non-URL identity', { identity: { ...valid.identity, publicUrl: 'identity' } }, /identity\.publicUrl/]
+  ]
+  for (const [label, change, message] of cases) {
+    const err = await registrationError({ ...valid, ...change } as GatewayPluginOptions)
+    t.ok(err instanceof ConfigError, `${label}: a ConfigError`)
+    t.match((err as Error).message, message, `${label}: names the option`)
+  }
+  t.match((await registrationError({ ...valid, upstreamsFile: 'x.yaml' }) as Error).message,
+    /exactly one of upstreamsFile and upstreams/, 'both upstreams sources at once')
+  const badUpstreams = await registrationError({ ...valid, upstreams: { upstreams: [{ name: 'Bad Name', target: 'ftp://x', routes: [] }] } })
+  t.ok(badUpstreams instanceof ConfigError, 'an invalid upstreams object is a ConfigError')
+  t.match((badUpstreams as Error).message, /upstreams\[0\]\.name/, 'naming the field')
+})
+
+async function registrationError (options: GatewayPluginOptions): Promise<unknown> {
+  const app = Fastify({ logger: false })
+  try {
+    await app.register(portierGateway, options)
+    await app.ready()
+    return null
+  } catch (err) {
+    return err
+  } finally {
+    await app.close().catch(() => {})
+  }
+}

@@ -1,0 +1,100 @@
+import t from 'tap'
+import { spawn, spawnSync } from 'node:child_process'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { stringify } from 'yaml'
+import { loadGatewayConfig } from '../../gateway/config.js'
+import { ConfigError } from '../../common/config.js'
+import { assertJson, assertProblem } from '../helpers/assert.js'
+import { mockUpstreams, startStack } from '../helpers/gateway.js'
+import { http } from '../helpers/http.js'
+import { freePort } from '../helpers/redis.js'
+import { tempDir } from '../helpers/identity.js'
+
+const SERVER = fileURLToPath(new URL('../../dist/gateway/server.js', import.meta.url))
+const TOKEN = 's'.repeat(40)
+
+t.test('the environment is validated, naming every bad variable', async (t) => {
+  const error = (() => {
+    try {
+      loadGatewayConfig({ GATEWAY_PORT: 'eighty', GATEWAY_KEY_CACHE_L1_TTL_SECONDS: '0', IDENTITY_PUBLIC_URL: 'identity' })
+    } catch (err) { return err }
+    return null
+  })()
+  t.ok(error instanceof ConfigError, 'a ConfigError')
+  const message = (error as Error).message
+  for (const name of ['GATEWAY_PORT', 'GATEWAY_KEY_CACHE_L1_TTL_SECONDS', 'IDENTITY_PUBLIC_URL', 'IDENTITY_SERVICE_TOKEN']) {
+    t.match(message, name, `names ${name}`)
+  }
+  const config = loadGatewayConfig({ IDENTITY_SERVICE_TOKEN: TOKEN })
+  t.equal(config.port, 3000, 'defaults apply')
+  t.equal(config.plugin.upstreamsFile, 'gateway/upstreams.default.yaml', 'the shipped upstreams by default')
+  t.notOk('redisUrl' in config.plugin, 'no Redis unless REDIS_URL is set')
+})
+
+t.test('the server refuses to start on bad configuration (exit 78)', async (t) => {
+  const missing = spawnSync(process.execPath, [SERVER], { env: { PATH: process.env.PATH }, encoding: 'utf8' })
+  t.equal(missing.status, 78, 'exit 78 without IDENTITY_SERVICE_TOKEN')
+  t.match(missing.stderr, /IDENTITY_SERVICE_TOKEN: is required/, 'naming it')
+  const dir = tempDir(t)
+  const bad = join(dir, 'bad.yaml')
+  writeFileSync(bad, 'upstreams:\n  - name: x\n    target: http://127.0.0.1:1\n    routes:\n      - { method: GET, path: /x, permission: "Not A Permission" }\n')
+  const invalid = spawnSync(process.execPath, [SERVER], {
+    env: { PATH: process.env.PATH, IDENTITY_SERVICE_TOKEN: TOKEN, GATEWAY_UPSTREAMS_FILE: bad }, encoding: 'utf8'
+  })
+  t.equal(invalid.status, 78, 'exit 78 on an invalid upstreams file')
+  t.match(invalid.stderr, /bad\.yaml: upstreams\[0\]\.routes\[0\]\.permission/, 'naming the file and the path inside it')
+})
+
+t.test('the standalone server: SIGHUP reloads, SIGTERM drains in-flight requests', async (t) => {
+  const s = await startStack(t)
+  const key = await s.createKey(['users:list', 'debug:read', 'tasks:list'])
+  const dir = tempDir(t)
+  const file = join(dir, 'upstreams.yaml')
+  const config = mockUpstreams(s.upstreamUrl)
+  const withoutTasks = { upstreams: config.upstreams.map((u) => ({ ...u, routes: u.routes.filter((r) => !r.path.startsWith('/tasks')) })) }
+  writeFileSync(file, stringify(withoutTasks))
+  const port = await freePort()
+  const child = spawn(process.execPath, [SERVER], {
+    env: {
+      PATH: process.env.PATH,
+      GATEWAY_HOST: '127.0.0.1',
+      GATEWAY_PORT: String(port),
+      GATEWAY_UPSTREAMS_FILE: file,
+      GATEWAY_WATCH_UPSTREAMS: 'false',
+      GATEWAY_SHUTDOWN_GRACE_SECONDS: '10',
+      IDENTITY_PUBLIC_URL: s.publicUrl,
+      IDENTITY_INTERNAL_URL: s.adminUrl,
+      IDENTITY_SERVICE_TOKEN: s.serviceToken,
+      IDENTITY_EVENTS_CHANNEL: s.config.eventsChannel,
+      REDIS_URL: s.redis.url,
+      LOG_LEVEL: 'info'
+    },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let output = ''
+  child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  t.teardown(() => { child.kill('SIGKILL') })
+  const base = `http://127.0.0.1:${port}`
+  for (let i = 0; i < 100 && !/Server listening/.test(output); i++) await new Promise((resolve) => setTimeout(resolve, 100))
+
+  const headers = { 'x-api-key': key.key }
+  assertJson(t, await http(`${base}/users?per_page=1`, { headers }), 200, 'serves the configured routes')
+  assertProblem(t, await http(`${base}/tasks`, { headers }), 404, 'not_found', 'a route not in the file')
+
+  writeFileSync(file, stringify(config))
+  child.kill('SIGHUP')
+  for (let i = 0; i < 50 && !/upstreams reloaded/.test(output); i++) await new Promise((resolve) => setTimeout(resolve, 100))
+  assertJson(t, await http(`${base}/tasks?per_page=1`, { headers }), 200, 'after SIGHUP the new route is served')
+
+  const slow = http(`${base}/slow?delay_ms=1000`, { headers })
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  child.kill('SIGTERM')
+  const inFlight = await slow
+  assertJson(t, inFlight, 200, 'the in-flight request completes during the drain')
+  t.equal(await exited, 0, 'the process exits cleanly', { output: output.slice(-3000) })
+  t.notMatch(output, key.key, 'the key never appears in a log line')
+})
