@@ -131,7 +131,8 @@ export function createApiKeyVerifier (options: ApiKeyVerifierOptions) {
     const verdict = await identity.verifyKey(presented)
     metrics.keyCache.inc({ tier: 'identity', result: verdict.valid ? 'valid' : 'invalid' })
     if (!verdict.valid) {
-      negative.set(cacheKey, verdict.reason)
+      // A refusal heard during an eviction may predate an enable: do not remember it.
+      if (evictions === startedAt) negative.set(cacheKey, verdict.reason)
       return { valid: false, reason: verdict.reason }
     }
     const key = fromVerdict(verdict)

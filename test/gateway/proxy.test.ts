@@ -128,9 +128,7 @@ t.test('the proxy, end to end', async (t) => {
 
     t.test('an upstream whose native case is camel gets camelCase', async (t) => {
       const camelGateway = await startGateway(t, {
-        identity: s,
-        redisUrl: s.redis.url,
-        clock: s.clock,
+        ...s.gatewaySetup,
         upstreams: {
           upstreams: [{
             name: 'camel-service',
@@ -251,9 +249,7 @@ t.test('the proxy, end to end', async (t) => {
   t.test('upstream failures', async (t) => {
     t.test('a closed port: 502 upstream_unavailable', async (t) => {
       const down = await startGateway(t, {
-        identity: s,
-        redisUrl: s.redis.url,
-        clock: s.clock,
+        ...s.gatewaySetup,
         upstreams: { upstreams: [{ name: 'gone', target: `http://127.0.0.1:${await freePort()}`, routes: [{ method: 'GET', path: '/echo', permission: 'debug:read' }] }] }
       })
       assertProblem(t, await down.call('/echo', { headers: keyHeader }), 502, 'upstream_unavailable', 'upstream down')
@@ -261,9 +257,7 @@ t.test('the proxy, end to end', async (t) => {
 
     t.test('slower than responseMs: 504 upstream_timeout, in bounded time', async (t) => {
       const impatient = await startGateway(t, {
-        identity: s,
-        redisUrl: s.redis.url,
-        clock: s.clock,
+        ...s.gatewaySetup,
         upstreams: { upstreams: [{ name: 'sluggish', target: s.upstreamUrl, timeouts: { responseMs: 300 }, routes: [{ method: 'GET', path: '/slow', permission: 'debug:read' }] }] }
       })
       const startedAt = Date.now()

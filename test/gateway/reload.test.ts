@@ -43,7 +43,7 @@ t.test('reloading the upstreams file', async (t) => {
   const key = await s.createKey(['users:list', 'tasks:list', 'debug:read'])
   const withKey = { headers: { 'x-api-key': key.key } }
   const fileGateway = async (file: string, options: { watchUpstreamsFile?: boolean } = {}): Promise<TestGateway> =>
-    await startGateway(t, { identity: s, redisUrl: s.redis.url, clock: s.clock, upstreams: file, options })
+    await startGateway(t, { ...s.gatewaySetup, upstreams: file, options })
 
   t.test('reload() applies a rewritten file: a new route appears', async (t) => {
     const file = join(tempDir(t), 'upstreams.yaml')

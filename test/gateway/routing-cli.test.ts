@@ -2,9 +2,8 @@ import t from 'tap'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { PassThrough, Readable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
-import { runPortier } from '../../cli/program.js'
+import { runPortierHere, type CliRun } from '../helpers/cli.js'
 
 /**
  * `portier config check <file>`, run in this process with captured streams and an
@@ -12,20 +11,7 @@ import { runPortier } from '../../cli/program.js'
  */
 const DEFAULT_FILE = fileURLToPath(new URL('../../gateway/upstreams.default.yaml', import.meta.url))
 
-interface Run { code: number, stdout: string, stderr: string }
-
-async function portier (args: string[]): Promise<Run> {
-  const capture = (): { stream: PassThrough, text: () => string } => {
-    const stream = new PassThrough()
-    let text = ''
-    stream.on('data', (chunk: Buffer) => { text += chunk.toString() })
-    return { stream, text: () => text }
-  }
-  const stdout = capture()
-  const stderr = capture()
-  const code = await runPortier(args, { stdin: Readable.from([]), stdout: stdout.stream, stderr: stderr.stream, env: {} })
-  return { code, stdout: stdout.text(), stderr: stderr.text() }
-}
+const portier = async (args: string[]): Promise<CliRun> => await runPortierHere(args)
 
 const dir = mkdtempSync(join(tmpdir(), 'portier-config-check-'))
 t.teardown(() => rmSync(dir, { recursive: true, force: true }))

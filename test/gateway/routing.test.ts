@@ -31,9 +31,7 @@ t.test('routing through a running gateway', async (t) => {
 
   t.test('a route declared with permission: null is denied even to *', async (t) => {
     const denied = await startGateway(t, {
-      identity: s,
-      redisUrl: s.redis.url,
-      clock: s.clock,
+      ...s.gatewaySetup,
       upstreams: {
         upstreams: [{
           name: 'backoffice',

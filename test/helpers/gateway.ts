@@ -84,6 +84,8 @@ export interface Stack extends UserSetup {
   gateway: TestGateway
   /** Another gateway replica on the same Redis and identity. */
   addGateway: (options?: Partial<GatewayOptionsInput>) => Promise<TestGateway>
+  /** What startGateway needs to join this stack; add `upstreams` (and options) of your own. */
+  gatewaySetup: Omit<GatewaySetup, 'upstreams'>
   /** Creates an API key through the admin API (asserts 201) and returns its id and full value. */
   createKey: (permissions: string[], extra?: Record<string, unknown>) => Promise<{ id: string, key: string }>
 }
@@ -101,14 +103,9 @@ export async function startStack (t: Test, options: UserSetupOptions & { gateway
   // Tokens are checked against the wall clock by jose's defaults elsewhere; here the stack shares identity's fake clock.
   s.clock.advance(Date.now() - s.clock.now())
   const upstream = await startUpstreamMock(t, { users: 120 })
+  const gatewaySetup = { identity: s, redisUrl: redis.url, clock: s.clock }
   const addGateway = async (gatewayOptions: Partial<GatewayOptionsInput> = {}): Promise<TestGateway> =>
-    await startGateway(t, {
-      identity: s,
-      upstreams: mockUpstreams(upstream.url),
-      redisUrl: redis.url,
-      clock: s.clock,
-      options: { ...options.gateway, ...gatewayOptions }
-    })
+    await startGateway(t, { ...gatewaySetup, upstreams: mockUpstreams(upstream.url), options: { ...options.gateway, ...gatewayOptions } })
   const gateway = await addGateway()
   return {
     ...s,
@@ -116,6 +113,7 @@ export async function startStack (t: Test, options: UserSetupOptions & { gateway
     upstreamUrl: upstream.url,
     gateway,
     addGateway,
+    gatewaySetup,
     createKey: async (permissions, extra = {}) => {
       const answer = await s.admin('POST', '/admin/keys', {
         name: `key-${++keyCounter}`, permissions, expires_at: new Date(s.clock.now() + 86_400_000).toISOString(), ...extra

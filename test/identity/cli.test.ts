@@ -2,7 +2,6 @@ import t from 'tap'
 import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
-import { PassThrough, Readable } from 'node:stream'
 import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { startIdentity, tempDir } from '../helpers/identity.js'
@@ -10,7 +9,7 @@ import { assertStatus } from '../helpers/assert.js'
 import { postLogin, postVerifyKey, refreshTokens } from '../helpers/session-setup.js'
 import { freePort, startRedis } from '../helpers/redis.js'
 import { watchEvents } from '../helpers/events.js'
-import { runPortier } from '../../cli/program.js'
+import { runPortierHere } from '../helpers/cli.js'
 
 /**
  * The ops CLI as operators run it: the compiled `bin/portier.js` in a child process,
@@ -49,18 +48,10 @@ async function portier (env: Record<string, string>, args: string[], input?: str
 
 /** The same command in this process, with captured streams. */
 async function portierHere (env: Record<string, string>, args: string[], input?: string): Promise<CliResult> {
-  const capture = (): { stream: PassThrough, text: () => string } => {
-    const stream = new PassThrough()
-    let text = ''
-    stream.on('data', (chunk: Buffer) => { text += chunk.toString() })
-    return { stream, text: () => text }
-  }
-  const stdout = capture()
-  const stderr = capture()
-  const code = await runPortier(args, { stdin: Readable.from(input !== undefined ? [input] : []), stdout: stdout.stream, stderr: stderr.stream, env })
+  const { code, stdout, stderr } = await runPortierHere(args, env, input)
   let json: unknown = null
-  try { json = stdout.text() === '' ? null : JSON.parse(stdout.text()) } catch {}
-  return { code, stdout: stdout.text(), stderr: stderr.text(), json }
+  try { json = stdout === '' ? null : JSON.parse(stdout) } catch {}
+  return { code, stdout, stderr, json }
 }
 
 function exits (t: Tap, result: CliResult, code: number, what = 'exit code'): void {
