@@ -37,10 +37,13 @@ import type { KeyCase } from './styles.js'
  *     reads as an acronym (`x_a_b` → `xA_B`, not `xAB`, which reads back as `x_ab`;
  *     `is_a_number` → `isANumber` needs no `_`).
  *
- * What does not round-trip: keys whose words have mixed case inside them. Acronyms are
- * lower-cased (`userID` → snake `user_id` → camel `userId`), and a plural acronym
- * splits as `userIDs` → user|I|Ds. Two input keys may also map to the same output key
- * (`first_name` and `firstName`); see inflectKeys for which one wins.
+ * Every style splits a key into the same words, so converting to one style and then to
+ * another equals converting straight to the second (tested on generated keys). Keys an
+ * upstream writes in snake_case or dash-case therefore come back exactly; other keys
+ * come back in their snake form: acronyms are lower-cased (`userID` → `userId` →
+ * `user_id`), and a plural acronym splits as `userIDs` → user|I|Ds. Two input keys may
+ * map to the same output key (`first_name` and `firstName`); see inflectKeys for which
+ * one wins.
  */
 
 const UNDERSCORE = 95
