@@ -58,8 +58,10 @@ t.test('the seed flow through the gateway', async (t) => {
   const plain = await gateway.call('/users?per_page=1', { headers: { 'x-api-key': key.key } })
   t.ok('first_name' in plain.body.users[0], 'without the header the upstream\'s snake_case passes unchanged')
   t.match(plain.headers.vary, /x-api-inflection/i, 'and the answer still says it varies by inflection')
-  assertProblem(t, await gateway.call('/users', { headers: { 'x-api-key': key.key, 'x-api-inflection': 'upper' } }), 400, 'invalid_inflection',
-    'an unknown inflection')
+  const unknownStyle = await gateway.call('/users', { headers: { 'x-api-key': key.key, 'x-api-inflection': 'upper' } })
+  assertProblem(t, unknownStyle, 400, 'invalid_inflection', 'an unknown inflection')
+  t.same(unknownStyle.body.allowed_values, ['camel', 'dash', 'kebab', 'snake', 'pascal'], 'the 400 lists the allowed values')
+  t.match(unknownStyle.body.detail, 'camel, dash, kebab, snake, pascal', 'in its detail too')
 
   for (const path of ['/tokens', '/jetons']) {
     const current = (await gateway.call('/sessions', { body: { session: ADA } })).body
