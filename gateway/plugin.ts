@@ -5,7 +5,7 @@ import { acceptsJson } from '../common/accept.js'
 import { CommonProblems, sendProblem, toProblem } from '../common/problem.js'
 import { observabilityRoutes } from './observability/routes.js'
 import { GatewayOptionsSchema, type GatewayOptionsInput, type ResolvedGatewayOptions } from './options.js'
-import { registerProxy } from './proxy/index.js'
+import { addVary, registerProxy } from './proxy/index.js'
 import type { GateDecision } from './request-gate.js'
 import { createGatewayRuntime, type GatewayRuntime, type RuntimeDependencies } from './runtime.js'
 import { isJsonContentType } from './proxy/json-bodies.js'
@@ -76,16 +76,15 @@ async function trafficContext (app: FastifyInstance, { runtime, options }: { run
     const convert = keyConverter(style)
     const out: Record<string, unknown> = {}
     for (const [name, value] of Object.entries(payload)) {
-      out[PROBLEM_MEMBERS.has(name) ? name : convert(name)] = PROBLEM_MEMBERS.has(name) ? value : inflectKeys(value, convert)
+      if (PROBLEM_MEMBERS.has(name)) out[name] = value
+      else out[convert(name)] = inflectKeys(value, convert)
     }
     return out
   })
 
   app.addHook('onSend', async (request, reply, payload) => {
-    // Gateway-made JSON (problems) can be inflected too: say so to caches.
-    if (request.portierGate?.inflection !== undefined && isJsonContentType(reply.getHeader('content-type')) && !reply.hasHeader('vary')) {
-      reply.header('vary', 'x-api-inflection')
-    }
+    // Every JSON answer past the gate, proxied or gateway-made, can be inflected: say so to caches.
+    if (request.portierGate !== null && isJsonContentType(reply.getHeader('content-type'))) addVary(reply, 'x-api-inflection')
     return payload
   })
 

@@ -37,8 +37,7 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
   const identityOrigin = new URL(options.identity.publicUrl).origin
   // Before anything that opens a connection: a bad upstreams file must fail the start
   // without leaving a Redis client reconnecting forever in the host process.
-  let config = loadConfig()
-  let table: RouteTable = buildRouteTable(config, { identityOrigin })
+  let table: RouteTable = buildRouteTable(loadConfig(), { identityOrigin })
   const metrics = createGatewayMetrics()
   const ownsRedis = deps.redis === undefined && options.redisUrl !== undefined
   const redis: Redis | null = deps.redis ?? (options.redisUrl !== undefined ? createRedis(options.redisUrl) : null)
@@ -97,9 +96,7 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
   /** Reads the upstreams again; an invalid config is logged and the current one stays. */
   function reload (): boolean {
     try {
-      const next = loadConfig()
-      table = buildRouteTable(next, { identityOrigin })
-      config = next
+      table = buildRouteTable(loadConfig(), { identityOrigin })
       log.info({ upstreams: table.upstreams.length, routes: table.routeCount }, 'upstreams reloaded')
       return true
     } catch (err) {
@@ -125,7 +122,6 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
     gate,
     reload,
     get table (): RouteTable { return table },
-    get config (): UpstreamsConfig { return config },
     connectTimeoutMs,
     keys,
     jwks,

@@ -20,7 +20,8 @@ export interface ProxyOptions {
 
 const BODYLESS_STATUSES = new Set([204, 205, 304])
 
-function addVary (reply: FastifyReply, header: string): void {
+/** Appends to Vary rather than replacing what the upstream said its answer varies by. */
+export function addVary (reply: FastifyReply, header: string): void {
   const current = reply.getHeader('vary')
   if (current === undefined) reply.header('vary', header)
   else if (!String(current).toLowerCase().split(/\s*,\s*/).includes(header)) reply.header('vary', `${String(current)}, ${header}`)
@@ -53,7 +54,6 @@ export async function registerProxy (app: FastifyInstance, options: ProxyOptions
     metrics.upstreamDuration.observe({ upstream: decision.route.upstream.name, status_class: `${Math.floor(res.statusCode / 100)}xx` },
       (performance.now() - startedAt) / 1000)
     const json = isJsonContentType(reply.getHeader('content-type'))
-    if (json) addVary(reply, 'x-api-inflection')
     const encoding = String(reply.getHeader('content-encoding') ?? '').trim().toLowerCase()
     if (decision.inflection === null || !json || request.method === 'HEAD' || BODYLESS_STATUSES.has(res.statusCode) || !canDecode(encoding)) {
       reply.send(res.stream)

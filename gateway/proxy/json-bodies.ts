@@ -51,8 +51,8 @@ export async function decode (body: Buffer, encoding: string, limit: number): Pr
 
 /**
  * Parses JSON text and converts every key to `style`. Bad JSON and excessive depth
- * are reported through `onBadJson` / `onTooDeep` so that requests (400) and
- * responses (502) answer differently.
+ * become the caller's `problems`, so that requests (400) and responses (502) answer
+ * differently.
  */
 function inflectText (text: string, style: KeyCase, maxDepth: number, problems: { badJson: () => Error, tooDeep: () => Error }): string {
   let parsed: unknown
