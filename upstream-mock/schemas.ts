@@ -62,13 +62,12 @@ export const UserFields = {
   preferences: Preferences
 }
 
-export const User = Type.Object({
-  id: RecordId,
-  ...UserFields,
-  last_login_at: nullable(Timestamp),
-  created_at: Timestamp,
-  updated_at: Timestamp
-})
+/** A stored record: the fields a client may write, plus what the server writes. */
+function storedRecord<Fields extends Record<string, TSchema>> (fields: Fields) {
+  return Type.Object({ id: RecordId, ...fields, created_at: Timestamp, updated_at: Timestamp })
+}
+
+export const User = storedRecord({ ...UserFields, last_login_at: nullable(Timestamp) })
 export type User = Static<typeof User>
 
 const ChecklistItem = Type.Object({ label: text(200), is_done: Type.Boolean() }, closed)
@@ -83,12 +82,7 @@ export const TaskFields = {
   checklist_items: Type.Array(ChecklistItem, { maxItems: 50 })
 }
 
-export const Task = Type.Object({
-  id: RecordId,
-  ...TaskFields,
-  created_at: Timestamp,
-  updated_at: Timestamp
-})
+export const Task = storedRecord(TaskFields)
 export type Task = Static<typeof Task>
 
 const Location = Type.Object({ room_name: text(100), floor_number: Type.Integer({ minimum: -10, maximum: 200 }) }, closed)
@@ -107,12 +101,7 @@ export const MeetingFields = {
   video_call: nullable(VideoCall)
 }
 
-export const Meeting = Type.Object({
-  id: RecordId,
-  ...MeetingFields,
-  created_at: Timestamp,
-  updated_at: Timestamp
-})
+export const Meeting = storedRecord(MeetingFields)
 export type Meeting = Static<typeof Meeting>
 
 /** POST body: the `required` fields must be present, the rest get the resource's defaults. */

@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -53,6 +53,15 @@ function problemsOfText (text: string, format: 'yaml' | 'json' = 'yaml', source 
 }
 
 const problemsOf = (doc: unknown, options: LoadOptions = {}): string[] => problemsOfText(stringify(doc), 'yaml', FILE, options)
+
+/** Each case changes the valid base document one way and names the problems expected. */
+function checkCases (t: Test, cases: Array<[string, (doc: Doc) => void, string[]]>): void {
+  for (const [label, change, expected] of cases) {
+    const doc = base()
+    change(doc)
+    t.same(problemsOf(doc), expected, label)
+  }
+}
 const load = (doc: unknown, options: LoadOptions = {}): LoadedUpstreams => parseUpstreams(stringify(doc), FILE, 'yaml', options)
 
 t.test('happy', async (t) => {
@@ -199,11 +208,7 @@ t.test('schema errors name the file, the place and what is wrong', async (t) => 
     ['second upstream, third route', (d) => { d.upstreams.push(second({ routes: [{ method: 'GET', path: '/a', permission: 'a:b' }, { method: 'GET', path: '/b', permission: 'a:b' }, { method: 'GET', path: '/c/', permission: 'a:b' }] })) },
       ['gateway.yaml: upstreams[1].routes[2].path: must be a path pattern: / or /segments of [A-Za-z0-9._~-] (not ending in .), :param or a final *; no //, no trailing /']]
   ]
-  for (const [label, change, expected] of cases) {
-    const doc = base()
-    change(doc)
-    t.same(problemsOf(doc), expected, label)
-  }
+  checkCases(t, cases)
 })
 
 t.test('the example message of the brief, and every problem at once', async (t) => {
@@ -306,11 +311,7 @@ t.test('semantic collisions', async (t) => {
     ['an alias target that starts a route of another upstream only', (d) => { d.upstreams.push(second()); upstream(d).aliases = { '/factures': '/invoices' } },
       ['gateway.yaml: upstreams[0].aliases./factures: its target /invoices is not the start of any route of this upstream']]
   ]
-  for (const [label, change, expected] of cases) {
-    const doc = base()
-    change(doc)
-    t.same(problemsOf(doc), expected, label)
-  }
+  checkCases(t, cases)
 
   t.test('alias targets that do start a route', async (t) => {
     for (const target of ['/users', '/users/7', '/', '/tasks']) {
