@@ -20,7 +20,13 @@ export function acceptsJson (accept: string | undefined): boolean {
 /** Route config of the rare route that does not answer JSON (Prometheus metrics). */
 export interface AcceptRouteConfig { acceptsAnyMediaType?: boolean }
 
+/** Set on an instance (and its children) once the check is installed, so it is never installed twice. */
+const INSTALLED = 'portierAcceptCheck'
+
+/** Installs the check unless this instance or an ancestor already has it (a plugin inside a Portier app). */
 export function installAcceptCheck (app: FastifyInstance): void {
+  if (app.hasDecorator(INSTALLED)) return
+  app.decorate(INSTALLED, true)
   app.addHook('onRequest', (request, _reply, done) => {
     const optedOut = (request.routeOptions.config as AcceptRouteConfig | undefined)?.acceptsAnyMediaType === true
     done(optedOut || acceptsJson(request.headers.accept) ? undefined : CommonProblems.notAcceptable())

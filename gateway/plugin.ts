@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify'
 import { ConfigError, validateConfig } from '../common/config.js'
-import { acceptsJson } from '../common/accept.js'
+import { installAcceptCheck } from '../common/accept.js'
 import { CommonProblems, sendProblem, toProblem } from '../common/problem.js'
 import { observabilityRoutes } from './observability/routes.js'
 import { GatewayOptionsSchema, type GatewayOptionsInput, type ResolvedGatewayOptions } from './options.js'
@@ -64,9 +64,10 @@ async function trafficContext (app: FastifyInstance, { runtime, options }: { run
     return sendProblem(reply, problem)
   })
 
+  app.addHook('onRequest', async (request, reply) => { reply.header('x-request-id', request.id) })
+  // A host app that is not a Portier app gets the JSON-only Accept check here; the standalone server has it already.
+  installAcceptCheck(app)
   app.addHook('onRequest', async (request, reply) => {
-    reply.header('x-request-id', request.id)
-    if (!acceptsJson(request.headers.accept)) throw CommonProblems.notAcceptable()
     request.portierGate = await runtime.gate(request, reply)
   })
 
