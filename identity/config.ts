@@ -18,6 +18,8 @@ export const IdentityEnvSchema = Type.Object({
   IDENTITY_ISSUER: Type.String({ minLength: 1, default: 'portier-identity', description: 'The `iss` of access tokens.' }),
   IDENTITY_AUDIENCE: Type.String({ minLength: 1, default: 'portier-gateway', description: 'The `aud` of access tokens.' }),
   IDENTITY_SIGNING_ALG: Type.Enum(['EdDSA', 'ES256'] as const, { default: 'EdDSA', description: 'Algorithm of new signing keys (each key keeps its own).' }),
+  IDENTITY_SIGNING_KEY_ENCRYPTION_KEY: Type.Optional(Type.String({ minLength: 32, description: 'Encrypts signing private keys at rest (AES-256-GCM, key derived by HKDF). Unset: stored unencrypted; set it in production from a Secret (openssl rand -hex 32).' })),
+  IDENTITY_SIGNING_KEY_ENCRYPTION_KEY_PREVIOUS: Type.Optional(Type.String({ minLength: 32, description: 'The former IDENTITY_SIGNING_KEY_ENCRYPTION_KEY while changing it: keys it encrypted are re-encrypted with the new one at start. Unset once every process runs the new key.' })),
   IDENTITY_REFRESH_IDLE_SECONDS: Type.Integer({ minimum: 60, default: 1_209_600, description: 'A refresh token unused this long expires (14 days).' }),
   IDENTITY_SESSION_MAX_SECONDS: Type.Integer({ minimum: 600, default: 2_592_000, description: 'Absolute session lifetime (30 days).' }),
   IDENTITY_REFRESH_REUSE_GRACE_SECONDS: Type.Integer({ minimum: 0, maximum: 60, default: 0, description: 'Reuse of a just-rotated refresh token within this window is refused without revoking the session (0: every reuse revokes).' }),
@@ -65,6 +67,10 @@ export interface IdentityCoreConfig {
   issuer: string
   audience: string
   signingAlg: 'EdDSA' | 'ES256'
+  /** Secret from which signing private keys are encrypted at rest; undefined: stored unencrypted. */
+  signingKeyEncryptionKey: string | undefined
+  /** The former secret during a change of it: what it encrypted is re-encrypted at start. */
+  previousSigningKeyEncryptionKey: string | undefined
   refreshIdleSeconds: number
   sessionMaxSeconds: number
   refreshReuseGraceSeconds: number
@@ -89,11 +95,15 @@ function parseTrustProxy (value: string): boolean | string {
 }
 
 function coreConfig (e: IdentityCliEnv): IdentityCoreConfig {
+  const problems: string[] = []
   if (e.IDENTITY_ARGON2_MEMORY_KIB * e.IDENTITY_ARGON2_TIME_COST < OWASP_MIN_MEMORY_TIMES_ITERATIONS) {
-    throw new ConfigError('identity environment', [
-      `IDENTITY_ARGON2_MEMORY_KIB × IDENTITY_ARGON2_TIME_COST: must be at least ${OWASP_MIN_MEMORY_TIMES_ITERATIONS} (OWASP: 19456 KiB × 2, 12288 × 3, 9216 × 4 or 7168 × 5)`
-    ])
+    problems.push(`IDENTITY_ARGON2_MEMORY_KIB × IDENTITY_ARGON2_TIME_COST: must be at least ${OWASP_MIN_MEMORY_TIMES_ITERATIONS} (OWASP: 19456 KiB × 2, 12288 × 3, 9216 × 4 or 7168 × 5)`)
   }
+  if (e.IDENTITY_SIGNING_KEY_ENCRYPTION_KEY_PREVIOUS !== undefined && e.IDENTITY_SIGNING_KEY_ENCRYPTION_KEY === undefined) {
+    // Re-encrypting with nothing would silently store the keys unencrypted again.
+    problems.push('IDENTITY_SIGNING_KEY_ENCRYPTION_KEY_PREVIOUS: requires IDENTITY_SIGNING_KEY_ENCRYPTION_KEY (the new key)')
+  }
+  if (problems.length > 0) throw new ConfigError('identity environment', problems)
   return {
     host: e.IDENTITY_HOST,
     port: e.IDENTITY_PORT,
@@ -105,6 +115,8 @@ function coreConfig (e: IdentityCliEnv): IdentityCoreConfig {
     issuer: e.IDENTITY_ISSUER,
     audience: e.IDENTITY_AUDIENCE,
     signingAlg: e.IDENTITY_SIGNING_ALG,
+    signingKeyEncryptionKey: e.IDENTITY_SIGNING_KEY_ENCRYPTION_KEY,
+    previousSigningKeyEncryptionKey: e.IDENTITY_SIGNING_KEY_ENCRYPTION_KEY_PREVIOUS,
     refreshIdleSeconds: e.IDENTITY_REFRESH_IDLE_SECONDS,
     sessionMaxSeconds: e.IDENTITY_SESSION_MAX_SECONDS,
     refreshReuseGraceSeconds: e.IDENTITY_REFRESH_REUSE_GRACE_SECONDS,

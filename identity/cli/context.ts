@@ -10,7 +10,7 @@ import { warn, type CliIo } from '../../cli/io.js'
 import { formatAnswer, type Answer, type OutputFormat } from '../../cli/output.js'
 import { loadIdentityCliConfig, type IdentityCoreConfig } from '../config.js'
 import { systemClock } from '../services/clock.js'
-import { createIdentityServices, type IdentityServices } from '../services/index.js'
+import { createIdentityServices, type IdentityServices, type ServicesLog } from '../services/index.js'
 import { openDatabase } from '../store/database.js'
 
 /** How long a command waits for Redis before going on without it (as the server at start). */
@@ -70,6 +70,18 @@ function stderrLogger (io: CliIo): FastifyBaseLogger {
   return pino({ level: 'warn', base: null, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } }, lines)
 }
 
+/**
+ * Start-up notes on stderr: a change the CLI made to stored keys on its own (their
+ * encryption at rest) is shown; the "stored unencrypted" warning is the server's,
+ * at each of its starts, and would only repeat on every command here.
+ */
+function startupNotes (io: CliIo): ServicesLog {
+  return {
+    info: (fields, msg) => warn(io, `${msg}${typeof fields.count === 'number' ? ` (${fields.count})` : ''}`),
+    warn: () => {}
+  }
+}
+
 interface OpenIdentity { services: IdentityServices, close: () => Promise<void> }
 
 /** The same database, services and event channel as the server, without its HTTP credentials. */
@@ -86,7 +98,7 @@ async function openIdentity (io: CliIo): Promise<OpenIdentity> {
   }
   try {
     connected = await connectEvents(config, io)
-    const services = await createIdentityServices(config, { db, events: connected.events, clock: systemClock })
+    const services = await createIdentityServices(config, { db, events: connected.events, clock: systemClock, log: startupNotes(io) })
     return { services, close }
   } catch (err) {
     await close()

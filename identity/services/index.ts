@@ -14,8 +14,17 @@ import { createLoginThrottle } from './login-throttle.js'
 import { createPasswordHasher } from './password-hasher.js'
 import { createRoles, type Roles } from './roles.js'
 import { createSessions, type Sessions } from './sessions.js'
+import { createSigningKeyProtection } from './signing-key-protection.js'
 import { createSigningKeys, type SigningKeys } from './signing-keys.js'
 import { createUsers, type Users } from './users.js'
+
+/** Where start-up notes go: the server's logger; the CLI shows some on stderr. Counts only, never key material. */
+export interface ServicesLog {
+  info: (fields: Record<string, unknown>, msg: string) => void
+  warn: (msg: string) => void
+}
+
+const silentLog: ServicesLog = { info () {}, warn () {} }
 
 /** Everything identity does, wired once; shared by the HTTP apps and the CLI. */
 export interface IdentityServices {
@@ -31,15 +40,31 @@ export interface IdentityServices {
   permissionsOf: (userId: string) => string[]
 }
 
-export async function createIdentityServices (config: IdentityCoreConfig, deps: { db: Db, events: EventBus, clock: Clock }): Promise<IdentityServices> {
+/**
+ * Settles how signing private keys are stored before any is used, and says so once:
+ * throws a ConfigError when the configured secret cannot open them.
+ */
+function secureSigningKeys (signingKeys: SigningKeys, encrypting: boolean, log: ServicesLog): void {
+  const review = signingKeys.secureStorage()
+  if (review.encrypted > 0) log.info({ count: review.encrypted }, 'encrypted the signing private keys stored unencrypted')
+  if (review.reencrypted > 0) log.info({ count: review.reencrypted }, 're-encrypted the signing private keys with the new IDENTITY_SIGNING_KEY_ENCRYPTION_KEY')
+  if (!encrypting) log.warn('signing private keys are stored unencrypted: set IDENTITY_SIGNING_KEY_ENCRYPTION_KEY (openssl rand -hex 32) to encrypt them at rest')
+}
+
+export async function createIdentityServices (config: IdentityCoreConfig,
+  deps: { db: Db, events: EventBus, clock: Clock, log?: ServicesLog }): Promise<IdentityServices> {
   const { db, events, clock } = deps
   const usersStore = createUsersStore(db)
   const rolesStore = createRolesStore(db)
-  const hasher = await createPasswordHasher(config.argon2)
-  const signingKeys = createSigningKeys({
-    store: createSigningKeysStore(db), clock, events, alg: config.signingAlg, accessTokenTtlSeconds: ACCESS_TOKEN_TTL_SECONDS
+  const protection = createSigningKeyProtection({
+    encryptionKey: config.signingKeyEncryptionKey, previousEncryptionKey: config.previousSigningKeyEncryptionKey
   })
+  const signingKeys = createSigningKeys({
+    store: createSigningKeysStore(db), clock, events, protection, alg: config.signingAlg, accessTokenTtlSeconds: ACCESS_TOKEN_TTL_SECONDS
+  })
+  secureSigningKeys(signingKeys, protection.encrypting, deps.log ?? silentLog)
   await signingKeys.ensureActive()
+  const hasher = await createPasswordHasher(config.argon2)
   const accessTokens = createAccessTokens({
     signingKeys, clock, issuer: config.issuer, audience: config.audience, ttlSeconds: ACCESS_TOKEN_TTL_SECONDS
   })

@@ -1,6 +1,7 @@
 import { calculateJwkThumbprint, exportJWK, exportPKCS8, generateKeyPair, importPKCS8, importJWK, type CryptoKey, type JWK } from 'jose'
 import type { SigningKeysStore, SigningKeyRecord } from '../store/signing-keys-store.js'
 import type { Clock } from './clock.js'
+import type { SigningKeyProtection, StorageReview } from './signing-key-protection.js'
 import type { EventBus } from '../../common/event-bus.js'
 
 /** How long a retired key stays published beyond the tokens' lifetime: clock skew between hosts. */
@@ -10,6 +11,8 @@ export interface SigningKeysOptions {
   store: SigningKeysStore
   clock: Clock
   events: EventBus
+  /** Encryption at rest of the private keys (or none). */
+  protection: SigningKeyProtection
   alg: 'EdDSA' | 'ES256'
   accessTokenTtlSeconds: number
 }
@@ -35,10 +38,12 @@ function publicView (record: SigningKeyRecord): PublicJwk {
 /**
  * The signing keyring. The active key is read from the database on every use (a
  * microsecond in-process read) so that a rotation made by the CLI is seen by a
- * running server at once; imported CryptoKeys are cached by kid.
+ * running server at once; private keys are decrypted and imported once per kid and
+ * cached (a new kid, as after a rotation, is a cache miss), so a signature costs no
+ * HKDF or AES-GCM. The cached CryptoKeys are not extractable.
  */
 export function createSigningKeys (options: SigningKeysOptions) {
-  const { store, clock, events } = options
+  const { store, clock, events, protection } = options
   const privateKeys = new Map<string, CryptoKey>()
   const publicKeys = new Map<string, CryptoKey>()
 
@@ -46,11 +51,12 @@ export function createSigningKeys (options: SigningKeysOptions) {
     const { publicKey, privateKey } = await generateKeyPair(options.alg,
       options.alg === 'EdDSA' ? { crv: 'Ed25519', extractable: true } : { extractable: true })
     const publicJwk = await exportJWK(publicKey)
+    const kid = await calculateJwkThumbprint(publicJwk)
     const record = {
-      kid: await calculateJwkThumbprint(publicJwk),
+      kid,
       alg: options.alg,
       publicJwk,
-      privatePkcs8: await exportPKCS8(privateKey),
+      privateKey: protection.protect(kid, await exportPKCS8(privateKey)),
       createdAt: clock.now()
     }
     return { ...record, retiredAt: null, publishUntil: null }
@@ -59,13 +65,23 @@ export function createSigningKeys (options: SigningKeysOptions) {
   async function privateKeyOf (record: SigningKeyRecord): Promise<CryptoKey> {
     let key = privateKeys.get(record.kid)
     if (key === undefined) {
-      key = await importPKCS8(record.privatePkcs8, record.alg)
+      key = await importPKCS8(protection.reveal(record.kid, record.privateKey), record.alg)
       privateKeys.set(record.kid, key)
     }
     return key
   }
 
   return {
+    /**
+     * At start, before any key is used: every stored private key must open with the
+     * configured secret (else a ConfigError), and those stored unencrypted (or with the
+     * previous secret) are encrypted with it, all in one transaction. Counts only.
+     */
+    secureStorage: (): Omit<StorageReview, 'updates'> => {
+      const { updates, ...counts } = store.rewritePrivateKeys((keys) => protection.review(keys))
+      return counts
+    },
+
     /** Creates the first key when the database has none. */
     async ensureActive (): Promise<SigningKeyRecord> {
       const existing = store.active()
