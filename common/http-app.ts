@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto'
 import { installAcceptCheck } from './accept.js'
 import { createAjv } from './ajv.js'
 import { installProblemHandlers, sendProblem, toProblem } from './problem.js'
+import { ProblemSchema } from './problem-schema.js'
 import { installRequestLogging, loggerOptions } from './logger.js'
 
 export interface HttpAppOptions {
@@ -44,6 +45,8 @@ export function createHttpApp (options: HttpAppOptions) {
   const bodyAjv = createAjv(false)
   const partsAjv = createAjv('array')
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : partsAjv).compile(schema))
+  // Routes declare their problem answers by reference to it (common/problem-schema.ts).
+  app.addSchema(ProblemSchema)
   // While draining, answers say `Connection: close`: an idle keep-alive socket would
   // otherwise hold the shutdown open until the client's keep-alive timeout.
   let closing = false

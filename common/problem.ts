@@ -142,16 +142,18 @@ function genericClientProblem (status: number): PortierProblem {
 }
 
 export function problemBody (problem: PortierProblem): ProblemBody {
-  const extensions = problem.extensions ?? {}
-  // Extension members first: none can overwrite a standard member (RFC 9457 §3.2).
-  return {
-    ...extensions,
+  const body: ProblemBody = {
     type: `${PROBLEM_TYPE_PREFIX}${problem.code}`,
     title: problem.title,
     status: problem.statusCode ?? 500,
     detail: problem.message,
     code: problem.code
   }
+  // Standard members read first; an extension member can never overwrite one (RFC 9457 §3.2).
+  for (const [name, value] of Object.entries(problem.extensions ?? {})) {
+    if (!Object.hasOwn(body, name)) body[name] = value
+  }
+  return body
 }
 
 export function sendProblem (reply: FastifyReply, problem: PortierProblem): FastifyReply {

@@ -8,7 +8,10 @@ export interface GatewayServerOptions extends RuntimeDependencies {
   logStream?: NodeJS.WritableStream
 }
 
-/** The standalone gateway: a Portier HTTP app with nothing but the gateway plugin registered. */
+/**
+ * The standalone gateway: a Portier HTTP app with nothing but the gateway plugin
+ * registered, documentation included (/openapi.json, /docs) unless the config says otherwise.
+ */
 export async function buildGatewayServer (config: GatewayServerConfig, options: GatewayServerOptions = {}) {
   const { logStream, ...deps } = options
   const app = createHttpApp({
@@ -18,6 +21,6 @@ export async function buildGatewayServer (config: GatewayServerConfig, options: 
     bodyLimitBytes: config.plugin.bodyLimitBytes ?? 1_048_576,
     trustProxy: config.trustProxy
   })
-  await app.register(portierGateway, { ...config.plugin, ...deps })
+  await app.register(portierGateway, { documentationRoutes: true, ...config.plugin, ...deps })
   return app
 }

@@ -36,7 +36,13 @@ export const GatewayOptionsSchema = Type.Object({
   maxInflectionDepth: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, default: 512 })),
   maxInflectedResponseBytes: Type.Optional(Type.Integer({ minimum: 1_024, default: 16_777_216 })),
   /** Serve /healthz, /readyz and /metrics from the plugin (turn off if the host has its own). */
-  observabilityRoutes: Type.Optional(Type.Boolean({ default: true }))
+  observabilityRoutes: Type.Optional(Type.Boolean({ default: true })),
+  /**
+   * Serve the OpenAPI document at /openapi.json and Swagger UI at /docs. Off by default in
+   * the plugin: it registers @fastify/swagger, which a host app may have already (a host
+   * can serve gatewayOpenApiDocument() itself); the standalone server turns it on.
+   */
+  documentationRoutes: Type.Optional(Type.Boolean({ default: false }))
 }, { additionalProperties: false })
 
 /** What a host app passes: every option with a default may be left out. */

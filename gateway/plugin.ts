@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastif
 import { ConfigError, validateConfig } from '../common/config.js'
 import { installAcceptCheck } from '../common/accept.js'
 import { CommonProblems, sendProblem, toProblem } from '../common/problem.js'
+import { documentationRoutes } from './docs/routes.js'
 import { observabilityRoutes } from './observability/routes.js'
 import { GatewayOptionsSchema, type GatewayOptionsInput, type ResolvedGatewayOptions } from './options.js'
 import { addVary, registerProxy } from './proxy/index.js'
@@ -119,6 +120,8 @@ const gatewayPlugin: FastifyPluginAsync<GatewayPluginOptions> = async (app, plug
   app.addHook('onReady', async () => { await runtime.start() })
   app.addHook('onClose', async () => { await runtime.close() })
   if (options.observabilityRoutes) await app.register(observabilityRoutes, { runtime })
+  // Outside the traffic context too: documentation needs no credential.
+  if (options.documentationRoutes) await app.register(documentationRoutes, { runtime })
   await app.register(trafficContext, { runtime, options })
 }
 

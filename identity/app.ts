@@ -2,8 +2,10 @@ import type { FastifyInstance } from 'fastify'
 import type { Redis } from 'ioredis'
 import { createMemoryEventBus, createRedisEventBus, type EventBus } from '../common/event-bus.js'
 import { createHttpApp } from '../common/http-app.js'
+import { registerDocumentation } from '../common/openapi.js'
 import { createRedis, waitForRedis } from '../common/redis.js'
 import type { IdentityConfig } from './config.js'
+import { IDENTITY_ADMIN_DOCUMENTATION, IDENTITY_PUBLIC_DOCUMENTATION, PUBLIC_ROUTE_PLUGINS } from './openapi.js'
 import { guardAdminListener } from './routes/admin/credential-guard.js'
 import { adminApiKeyRoutes } from './routes/admin/api-keys.js'
 import { adminRoleRoutes } from './routes/admin/roles.js'
@@ -13,9 +15,6 @@ import { adminUserRoutes } from './routes/admin/users.js'
 import { keysVerifyRoutes } from './routes/internal/keys-verify.js'
 import { sessionsRevokedRoutes } from './routes/internal/sessions-revoked.js'
 import { healthRoutes } from './routes/health.js'
-import { jwksRoutes } from './routes/public/jwks.js'
-import { sessionRoutes } from './routes/public/sessions.js'
-import { tokenRoutes } from './routes/public/tokens.js'
 import { systemClock, type Clock } from './services/clock.js'
 import { createIdentityServices, type IdentityServices } from './services/index.js'
 import { openDatabase, type Db } from './store/database.js'
@@ -70,14 +69,24 @@ export async function buildIdentity (config: IdentityConfig, options: BuildIdent
   const { events, redis } = options.events !== undefined
     ? { events: options.events, redis: null }
     : await connectEvents(config, publicApp.log)
-  const services = await createIdentityServices(config, { db, events, clock: options.clock ?? systemClock })
+  let services: IdentityServices
+  try {
+    services = await createIdentityServices(config, { db, events, clock: options.clock ?? systemClock, log: publicApp.log })
+  } catch (err) {
+    // A refusal at start (e.g. signing keys the configured secret cannot open) must not leave the file or Redis open.
+    if (options.events === undefined) await events.close()
+    if (redis !== null) redis.disconnect()
+    db.close()
+    await Promise.all([publicApp.close(), adminApp.close()])
+    throw err
+  }
 
-  await publicApp.register(healthRoutes)
-  await publicApp.register(sessionRoutes, { services })
-  await publicApp.register(tokenRoutes, { services })
-  await publicApp.register(jwksRoutes, { services })
+  // Documentation first: it collects the routes registered after it.
+  await registerDocumentation(publicApp as unknown as FastifyInstance, IDENTITY_PUBLIC_DOCUMENTATION)
+  for (const routes of PUBLIC_ROUTE_PLUGINS) await publicApp.register(routes, { services })
 
   guardAdminListener(adminApp as unknown as FastifyInstance, config)
+  await registerDocumentation(adminApp as unknown as FastifyInstance, IDENTITY_ADMIN_DOCUMENTATION)
   for (const routes of [adminUserRoutes, adminRoleRoutes, adminApiKeyRoutes, adminSessionRoutes, adminSigningKeyRoutes,
     keysVerifyRoutes, sessionsRevokedRoutes]) {
     await adminApp.register(routes, { services })

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { validateConfig } from '../common/config.js'
 import { createHttpApp } from '../common/http-app.js'
+import { registerDocumentation, type DocumentationOptions } from '../common/openapi.js'
 import { UpstreamMockOptionsSchema, type ValidUpstreamMockOptions } from './config.js'
 import { echoRoutes } from './echo.js'
 import { edgeBodyRoutes } from './edge-bodies.js'
@@ -12,6 +13,18 @@ import { createResources } from './resources.js'
 
 /** Largest request body: a generous JSON record, nothing more. */
 const BODY_LIMIT_BYTES = 1_048_576
+
+const DOCUMENTATION: DocumentationOptions = {
+  title: 'Portier upstream-mock',
+  description: 'A back-office service for demos and tests: users, tasks and meetings in snake_case JSON, ' +
+    'and debugging routes. It trusts whoever reaches it (the gateway) and echoes the principal it was sent ' +
+    '(`x-portier-principal`, `x-portier-permissions`).',
+  tags: [
+    { name: 'users' }, { name: 'tasks' }, { name: 'meetings' },
+    { name: 'debugging', description: 'What the gateway forwarded, and answers a well-behaved service never gives.' },
+    { name: 'health' }
+  ]
+}
 
 export interface UpstreamMockOptions {
   /** Seeded users, 10..100 000 (default 100); tasks are 2×, meetings ½× (at least 1). */
@@ -41,6 +54,8 @@ export async function buildUpstreamMock (options: UpstreamMockOptions = {}): Pro
   })
   installPrincipalEcho(app as unknown as FastifyInstance)
   installGzipResponses(app as unknown as FastifyInstance)
+  // Before the routes: it collects them as they are added.
+  await registerDocumentation(app as unknown as FastifyInstance, DOCUMENTATION)
 
   const resources = createResources(users, seed)
   registerResourceRoutes(app, resources.users)

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
+import { BODY_PROBLEMS, problemResponses } from '../common/problem-schema.js'
 import { readPrincipal } from './principal.js'
 
 const StringOrList = Type.Union([Type.String(), Type.Array(Type.String())])
@@ -22,7 +23,7 @@ const EchoAnswer = Type.Object({
 export const echoRoutes: FastifyPluginAsyncTypebox = async (app) => {
   for (const url of ['/echo', '/echo/*']) {
     app.all(url, {
-      schema: { summary: 'Echo the request', response: { 200: EchoAnswer } }
+      schema: { summary: 'Echo the request', tags: ['debugging'], response: { 200: EchoAnswer, ...problemResponses(BODY_PROBLEMS) } }
     }, async (request) => ({
       method: request.method,
       path: request.url.split('?')[0] ?? '',

@@ -1,5 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
+import { CommonProblems } from '../common/problem.js'
+import { problemResponses } from '../common/problem-schema.js'
 
 /**
  * Member names that break naive key-case conversion. Kept as JSON text and sent as
@@ -59,14 +61,15 @@ const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
 /** GET /edge-keys and GET /deep: bodies for the gateway's inflection and depth-limit tests. */
 export const edgeBodyRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/edge-keys', {
-    schema: { summary: 'Member names that trip key-case conversion', response: { 200: JsonText } }
+    schema: { summary: 'Member names that trip key-case conversion', tags: ['debugging'], response: { 200: JsonText, ...problemResponses() } }
   }, async (_request, reply) => await reply.type(JSON_CONTENT_TYPE).send(EDGE_KEYS_JSON))
 
   app.get('/deep', {
     schema: {
       summary: 'A JSON object nested depth levels deep',
+      tags: ['debugging'],
       querystring: Type.Object({ depth: Type.Integer({ minimum: 1, maximum: MAX_DEEP_DEPTH }) }),
-      response: { 200: JsonText }
+      response: { 200: JsonText, ...problemResponses(CommonProblems.validationFailed) }
     }
   }, async (request, reply) => await reply.type(JSON_CONTENT_TYPE).send(deepJson(request.query.depth)))
 }

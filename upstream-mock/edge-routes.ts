@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply } from 'fastify'
 import { Type } from 'typebox'
 import { CommonProblems } from '../common/problem.js'
+import { problemResponses } from '../common/problem-schema.js'
 import { gzip } from './gzip.js'
 import { pageMeta } from './resource-routes.js'
 import type { User } from './schemas.js'
@@ -14,6 +15,7 @@ export const GZIP_PAGE_SIZE = 20
 export const TEXT_BODY = 'upstream-mock: plain text.\nNot JSON: {"user_name": "must not be inflected"}\n'
 
 const StatusBody = Type.Object({ status_code: Type.Integer() })
+const tags = ['debugging']
 /** RFC 9110 §15: these statuses carry no content. */
 const WITHOUT_CONTENT = new Set([204, 205, 304])
 
@@ -34,8 +36,13 @@ export const edgeRoutes: FastifyPluginAsyncTypebox<{ users: ResourceStore<User> 
   app.get('/slow', {
     schema: {
       summary: 'Answer after delay_ms',
+      tags,
       querystring: Type.Object({ delay_ms: Type.Integer({ minimum: 0, maximum: MAX_SLOW_DELAY_MS }) }),
-      response: { 200: Type.Object({ waited_ms: Type.Integer() }) }
+      response: {
+        200: Type.Object({ waited_ms: Type.Integer() }),
+        // 503 when the server closes before the delay is over.
+        ...problemResponses(CommonProblems.validationFailed, CommonProblems.serviceUnavailable)
+      }
     }
   }, (request, reply) => {
     const waitedMs = request.query.delay_ms
@@ -53,11 +60,19 @@ export const edgeRoutes: FastifyPluginAsyncTypebox<{ users: ResourceStore<User> 
   })
 
   app.get('/text', {
-    schema: { summary: 'A text/plain answer', response: { 200: Type.String() } }
+    schema: {
+      summary: 'A text/plain answer',
+      tags,
+      response: { 200: Type.Unsafe<string>({ description: 'Plain text', content: { 'text/plain': { schema: Type.String() } } }), ...problemResponses() }
+    }
   }, async (_request, reply) => await reply.type('text/plain; charset=utf-8').send(TEXT_BODY))
 
   app.get('/gzip', {
-    schema: { summary: `The first ${GZIP_PAGE_SIZE} users, gzip-compressed whatever the request accepts`, response: { 200: Type.Unknown({ description: 'gzip-compressed JSON' }) } }
+    schema: {
+      summary: `The first ${GZIP_PAGE_SIZE} users, gzip-compressed whatever the request accepts`,
+      tags,
+      response: { 200: Type.Unknown({ description: 'gzip-compressed JSON' }), ...problemResponses() }
+    }
   }, async (_request, reply) => {
     const body = JSON.stringify({ users: users.list(0, GZIP_PAGE_SIZE), meta: pageMeta(1, GZIP_PAGE_SIZE, users.count()) })
     return await reply.type('application/json; charset=utf-8').header('content-encoding', 'gzip').send(await gzip(body))
@@ -66,9 +81,11 @@ export const edgeRoutes: FastifyPluginAsyncTypebox<{ users: ResourceStore<User> 
   app.get('/status/:code', {
     schema: {
       summary: 'Answer with this status',
+      tags,
       params: Type.Object({ code: Type.Integer({ minimum: 200, maximum: 599 }) }),
-      // 4xx and 5xx are left to the default serializer: the route's own 400 is a problem body.
-      response: { '2xx': StatusBody, '3xx': StatusBody }
+      // 4xx and 5xx bodies asked for are application/json `{status_code}`, left to the default
+      // serializer; the problem entries apply to problem+json answers only (a bad :code).
+      response: { '2xx': StatusBody, '3xx': StatusBody, ...problemResponses(CommonProblems.validationFailed) }
     }
   }, async (request, reply) => {
     const code = request.params.code
@@ -77,6 +94,6 @@ export const edgeRoutes: FastifyPluginAsyncTypebox<{ users: ResourceStore<User> 
   })
 
   app.get('/healthz', {
-    schema: { summary: 'Liveness', response: { 200: Type.Object({ status: Type.Literal('ok') }) } }
+    schema: { summary: 'Liveness', tags: ['health'], response: { 200: Type.Object({ status: Type.Literal('ok') }), ...problemResponses() } }
   }, async () => ({ status: 'ok' as const }))
 }

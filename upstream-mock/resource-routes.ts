@@ -1,5 +1,7 @@
 import { Type, type TSchema } from 'typebox'
 import type { HttpApp } from '../common/http-app.js'
+import { CommonProblems } from '../common/problem.js'
+import { BODY_PROBLEMS, problemResponses } from '../common/problem-schema.js'
 import { UpstreamMockProblems } from './errors.js'
 import { IdParams, PageMeta, PageQuery, createBodySchema, patchBodySchema } from './schemas.js'
 import type { ResourceStore } from './store.js'
@@ -34,6 +36,8 @@ export function pageMeta (page: number, perPage: number, totalCount: number) {
 export function registerResourceRoutes<T extends { id: number }> (app: HttpApp, resource: ResourceDefinition<T>): void {
   const { plural, singular, record, store } = resource
   const List = Type.Object({ [plural]: Type.Array(record), meta: PageMeta })
+  const tags = [plural]
+  const byId = [CommonProblems.validationFailed, UpstreamMockProblems.resourceNotFound]
   const find = (id: number): T => {
     const found = store.get(id)
     if (found === undefined) throw UpstreamMockProblems.resourceNotFound([singular, id])
@@ -41,18 +45,23 @@ export function registerResourceRoutes<T extends { id: number }> (app: HttpApp, 
   }
 
   app.get(`/${plural}`, {
-    schema: { summary: `List ${plural}, paged by id`, querystring: PageQuery, response: { 200: List } }
+    schema: { summary: `List ${plural}, paged by id`, tags, querystring: PageQuery, response: { 200: List, ...problemResponses(CommonProblems.validationFailed) } }
   }, async (request) => {
     const { page, per_page: perPage } = request.query
     return { [plural]: store.list((page - 1) * perPage, perPage), meta: pageMeta(page, perPage, store.count()) }
   })
 
   app.get(`/${plural}/:id`, {
-    schema: { summary: `Show one ${singular}`, params: IdParams, response: { 200: record } }
+    schema: { summary: `Show one ${singular}`, tags, params: IdParams, response: { 200: record, ...problemResponses(byId) } }
   }, async (request) => find(request.params.id))
 
   app.post(`/${plural}`, {
-    schema: { summary: `Create a ${singular}`, body: createBodySchema(resource.fields, resource.required), response: { 201: record } }
+    schema: {
+      summary: `Create a ${singular}`,
+      tags,
+      body: createBodySchema(resource.fields, resource.required),
+      response: { 201: record, ...problemResponses(BODY_PROBLEMS) }
+    }
   }, async (request, reply) => {
     const now = new Date().toISOString()
     const created = store.create((id) => ({ id, ...resource.defaults(), ...request.body, created_at: now, updated_at: now }) as unknown as T)
@@ -60,6 +69,12 @@ export function registerResourceRoutes<T extends { id: number }> (app: HttpApp, 
   })
 
   app.patch(`/${plural}/:id`, {
-    schema: { summary: `Change a ${singular}`, params: IdParams, body: patchBodySchema(resource.fields), response: { 200: record } }
+    schema: {
+      summary: `Change a ${singular}`,
+      tags,
+      params: IdParams,
+      body: patchBodySchema(resource.fields),
+      response: { 200: record, ...problemResponses(byId, BODY_PROBLEMS) }
+    }
   }, async (request) => store.put({ ...find(request.params.id), ...request.body, updated_at: new Date().toISOString() }))
 }

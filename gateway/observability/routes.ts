@@ -18,6 +18,8 @@ const ReadinessSchema = {
   }
 } as const
 
+const tags = ['gateway']
+
 /**
  * /healthz: the process answers. /readyz: it can serve — its config is loaded and it
  * holds identity's signing keys; Redis or identity being down makes it "degraded"
@@ -26,11 +28,19 @@ const ReadinessSchema = {
  */
 export async function observabilityRoutes (app: FastifyInstance, { runtime }: { runtime: GatewayRuntime }): Promise<void> {
   app.get('/healthz', {
-    schema: { response: { 200: { type: 'object', properties: { status: { type: 'string', enum: ['ok'] } } } } }
+    schema: {
+      summary: 'Liveness: the process answers',
+      tags,
+      response: { 200: { type: 'object', properties: { status: { type: 'string', enum: ['ok'] } } } }
+    }
   }, async () => ({ status: 'ok' as const }))
 
   app.get('/readyz', {
-    schema: { response: { 200: ReadinessSchema, 503: ReadinessSchema } }
+    schema: {
+      summary: "Readiness: config loaded and identity's signing keys held (Redis or identity down: degraded, still 200)",
+      tags,
+      response: { 200: ReadinessSchema, 503: ReadinessSchema }
+    }
   }, async (_request, reply) => {
     const readiness = await runtime.readiness()
     reply.header('cache-control', 'no-store')
@@ -38,7 +48,11 @@ export async function observabilityRoutes (app: FastifyInstance, { runtime }: { 
   })
 
   app.get('/metrics', {
-    schema: { response: { 200: { type: 'string' } } },
+    schema: {
+      summary: 'Prometheus metrics',
+      tags,
+      response: { 200: { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } } }
+    },
     config: { acceptsAnyMediaType: true } satisfies AcceptRouteConfig
   }, async (_request, reply) => {
     reply.type(runtime.metrics.registry.contentType)

@@ -95,6 +95,9 @@ export async function registerProxy (app: FastifyInstance, options: ProxyOptions
     preValidation: async () => {},
     undici: agent as unknown as Record<string, unknown>,
     disableRequestLogging: true,
+    // A host app's own @fastify/swagger would list these catch-alls as operations; the
+    // gateway documents its routes itself (gateway/docs/).
+    config: { swaggerTransform: ({ url }: { url: string }) => ({ schema: { hide: true }, url }) },
     replyOptions: {
       getUpstream: (request: FastifyRequest) => decisionOf(request).route.upstream.origin
     },

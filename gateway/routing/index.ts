@@ -5,7 +5,7 @@
 export { loadUpstreamsFile, parseUpstreams } from './load.js'
 export { buildRouteTable } from './route-table.js'
 export { MAX_PATH_LENGTH, normalisePath } from './normalise-path.js'
-export { GATEWAY_OWN_PATHS, IDENTITY_ROUTES, RESERVED_PREFIXES } from './paths.js'
+export { GATEWAY_OWN_PATHS, GATEWAY_OWN_PREFIXES, IDENTITY_ROUTES, RESERVED_PREFIXES } from './paths.js'
 export { HTTP_METHODS, UpstreamsFileSchema } from './schema.js'
 export type { ConfigFormat } from './parse-text.js'
 export type {

@@ -1,3 +1,4 @@
+import { DOCS_PREFIX, DOCUMENT_PATH } from '../../common/documentation-paths.js'
 import type { HttpMethod } from './schema.js'
 
 /**
@@ -6,8 +7,13 @@ import type { HttpMethod } from './schema.js'
  * upstream behind a `/*` route might not.
  */
 export const RESERVED_PREFIXES: readonly string[] = Object.freeze(['/admin', '/internal'])
-/** The gateway answers these itself (health, readiness, Prometheus). */
-export const GATEWAY_OWN_PATHS: readonly string[] = Object.freeze(['/healthz', '/readyz', '/metrics'])
+/** The gateway answers these itself (health, readiness, Prometheus, its OpenAPI document). */
+export const GATEWAY_OWN_PATHS: readonly string[] = Object.freeze(['/healthz', '/readyz', '/metrics', DOCUMENT_PATH])
+/**
+ * The gateway's Swagger UI and its assets: the whole subtree is the gateway's, reserved
+ * even where documentationRoutes is off, so one upstreams file means the same everywhere.
+ */
+export const GATEWAY_OWN_PREFIXES: readonly string[] = Object.freeze([DOCS_PREFIX])
 
 /** The built-in upstream that serves identity's public routes; no file may use the name. */
 export const IDENTITY_UPSTREAM_NAME = 'identity'
@@ -43,6 +49,11 @@ export function reservedPrefixOf (path: string): string | undefined {
 
 export function isGatewayOwnPath (path: string): boolean {
   return GATEWAY_OWN_PATHS.includes(path)
+}
+
+/** The gateway's own prefix `path` is at or under (whole segments, exact case as Fastify routes it), if any. */
+export function gatewayOwnPrefixOf (path: string): string | undefined {
+  return GATEWAY_OWN_PREFIXES.find((prefix) => isAtOrUnder(path, prefix))
 }
 
 /** Two patterns that differ only in parameter names match the same requests. */

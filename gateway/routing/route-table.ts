@@ -81,6 +81,7 @@ export function buildRouteTable (config: UpstreamsConfig, options: RouteTableOpt
     for (const [source, target] of Object.entries(upstream.aliases)) if (!aliases.has(source)) aliases.set(source, target)
   })
   const routeCount = entries.length
+  const routes = Object.freeze(entries.map((e) => e.route))
   const explicitHead = new Set(entries.filter((e) => e.route.method === 'HEAD').map((e) => patternKey(e.route.pattern)))
   for (const { route, prefix } of entries.slice()) {
     if (route.method === 'GET' && !explicitHead.has(patternKey(route.pattern))) {
@@ -100,6 +101,8 @@ export function buildRouteTable (config: UpstreamsConfig, options: RouteTableOpt
   return Object.freeze({
     routeCount,
     upstreams: Object.freeze(upstreams),
+    routes,
+    aliases,
     match (method: string, normalisedPath: string): RouteMatch {
       if (reservedPrefixOf(normalisedPath) !== undefined) return NOT_FOUND
       const canonical = resolveAlias(aliases, normalisedPath)

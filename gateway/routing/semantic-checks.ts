@@ -1,6 +1,6 @@
 import {
-  IDENTITY_ROUTES, IDENTITY_UPSTREAM_NAME, isAtOrUnder, isGatewayOwnPath, joinPrefix, pathSegments, patternCanStartWith, patternKey,
-  reservedPrefixOf
+  gatewayOwnPrefixOf, IDENTITY_ROUTES, IDENTITY_UPSTREAM_NAME, isAtOrUnder, isGatewayOwnPath, joinPrefix, pathSegments, patternCanStartWith,
+  patternKey, reservedPrefixOf
 } from './paths.js'
 import type { UpstreamsFileContent } from './schema.js'
 
@@ -19,6 +19,8 @@ function placementProblem (path: string): string | undefined {
   const reserved = reservedPrefixOf(path)
   if (reserved !== undefined) return `${path} is under ${reserved}, which the gateway never routes`
   if (isGatewayOwnPath(path)) return `${path} is the gateway's own ${path}`
+  const own = gatewayOwnPrefixOf(path)
+  if (own !== undefined) return `${path} is under ${own}, the gateway's own documentation`
   return undefined
 }
 

@@ -75,6 +75,10 @@ export interface RouteTable {
   readonly routeCount: number
   /** Identity's first, then the file's in order. */
   readonly upstreams: readonly ResolvedUpstream[]
+  /** The declared routes (routeCount of them): identity's, then the file's in order; implicit HEADs not listed. */
+  readonly routes: readonly ResolvedRoute[]
+  /** Alias path → canonical path, as applied before matching (the first declaration of a path wins). */
+  readonly aliases: ReadonlyMap<string, string>
 }
 
 export interface RouteTableOptions {

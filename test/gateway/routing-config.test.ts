@@ -270,6 +270,17 @@ t.test('semantic collisions', async (t) => {
       [`a route on ${path}`, (d) => { route(d, 2).path = path }, [`gateway.yaml: upstreams[0].routes[2].path: ${path} is the gateway's own ${path}`]]),
     ['a route on /metrics through the prefix', (d) => { d.upstreams.push(second({ prefix: '/metrics', routes: [{ method: 'GET', path: '/', permission: 'x:y' }] })) },
       ['gateway.yaml: upstreams[1].prefix: /metrics is the gateway\'s own /metrics']],
+    ['a route on /openapi.json', (d) => { route(d, 2).path = '/openapi.json' },
+      ['gateway.yaml: upstreams[0].routes[2].path: /openapi.json is the gateway\'s own /openapi.json']],
+    ...['/docs', '/docs/static/index.html', '/docs/:page'].map((path): [string, (d: Doc) => void, string[]] =>
+      [`a route on the documentation's ${path}`, (d) => { route(d, 2).path = path },
+        [`gateway.yaml: upstreams[0].routes[2].path: ${path} is under /docs, the gateway's own documentation`]]),
+    ['a prefix under /docs', (d) => { d.upstreams.push(second({ prefix: '/docs/billing' })) },
+      ['gateway.yaml: upstreams[1].prefix: /docs/billing is under /docs, the gateway\'s own documentation']],
+    ['an alias source on /docs', (d) => { upstream(d).aliases = { '/docs': '/users' } },
+      ['gateway.yaml: upstreams[0].aliases./docs: /docs is under /docs, the gateway\'s own documentation']],
+    ['an alias target on /openapi.json', (d) => { upstream(d).aliases = { '/api': '/openapi.json' } },
+      ['gateway.yaml: upstreams[0].aliases./api: its target /openapi.json is the gateway\'s own /openapi.json']],
     ...[['POST', '/sessions'], ['DELETE', '/sessions/current'], ['POST', '/tokens'], ['POST', '/jetons'], ['GET', '/.well-known/jwks.json']].map(([method, path]): [string, (d: Doc) => void, string[]] =>
       [`a route on identity's ${method} ${path}`, (d) => { Object.assign(route(d, 2), { method, path }) },
         [`gateway.yaml: upstreams[0].routes[2]: ${method} ${path} collides with the built-in identity route ${method} ${path}`]]),
@@ -312,6 +323,14 @@ t.test('semantic collisions', async (t) => {
       ['gateway.yaml: upstreams[0].aliases./factures: its target /invoices is not the start of any route of this upstream']]
   ]
   checkCases(t, cases)
+
+  t.test('paths that only look like the documentation are an upstream\'s', async (t) => {
+    for (const path of ['/docsearch', '/api/docs', '/api/openapi.json', '/openapi.yaml']) {
+      const doc = base()
+      route(doc, 2).path = path
+      t.same(problemsOf(doc), [], path)
+    }
+  })
 
   t.test('alias targets that do start a route', async (t) => {
     for (const target of ['/users', '/users/7', '/', '/tasks']) {

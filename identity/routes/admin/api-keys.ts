@@ -1,12 +1,20 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
+import { CommonProblems } from '../../../common/problem.js'
+import { BODY_PROBLEMS, problemResponses } from '../../../common/problem-schema.js'
+import { IdentityProblems } from '../../errors.js'
 import { ApiKeyView, CreatedKeyView, GraceSeconds, IdParams, KeyName, NullableTimestamp, Permissions } from '../../schemas.js'
 import type { IdentityServices } from '../../services/index.js'
 import type { CreatedKey } from '../../services/api-keys.js'
 import { apiKeyView } from '../../views.js'
+import { ADMIN_PROBLEMS } from './credential-guard.js'
 
 const closed = { additionalProperties: false } as const
 const KeyAnswer = Type.Object({ api_key: ApiKeyView, warnings: Type.Optional(Type.Array(Type.String())) })
+const tags = ['api-keys']
+/** Every route with an :id answers these; a revoked key refuses every change. */
+const BY_ID = [...ADMIN_PROBLEMS, CommonProblems.validationFailed, IdentityProblems.keyNotFound]
+const EXPIRY_PROBLEMS = [IdentityProblems.expiryInPast, IdentityProblems.keyLifetimeTooLong]
 
 const toMs = (iso: string | null): number | null => (iso === null ? null : Date.parse(iso))
 
@@ -19,8 +27,9 @@ export const adminApiKeyRoutes: FastifyPluginAsyncTypebox<{ services: IdentitySe
   app.post('/admin/keys', {
     schema: {
       summary: 'Create an API key (the full key is in this answer only)',
+      tags,
       body: Type.Object({ name: KeyName, permissions: Permissions, expires_at: Type.Optional(NullableTimestamp) }, closed),
-      response: { 201: CreatedKeyView }
+      response: { 201: CreatedKeyView, ...problemResponses(ADMIN_PROBLEMS, BODY_PROBLEMS, EXPIRY_PROBLEMS, IdentityProblems.keyNameTaken) }
     }
   }, async (request, reply) => {
     const result = await apiKeys.create({
@@ -32,19 +41,24 @@ export const adminApiKeyRoutes: FastifyPluginAsyncTypebox<{ services: IdentitySe
   })
 
   app.get('/admin/keys', {
-    schema: { summary: 'List API keys (never their secrets)', response: { 200: Type.Object({ api_keys: Type.Array(ApiKeyView) }) } }
+    schema: {
+      summary: 'List API keys (never their secrets)',
+      tags,
+      response: { 200: Type.Object({ api_keys: Type.Array(ApiKeyView) }), ...problemResponses(ADMIN_PROBLEMS) }
+    }
   }, async () => ({ api_keys: apiKeys.list().map((k) => apiKeyView(k, apiKeys.secretsOf(k.id), clock.now())) }))
 
   app.get('/admin/keys/:id', {
-    schema: { summary: 'Show an API key', params: IdParams, response: { 200: KeyAnswer } }
+    schema: { summary: 'Show an API key', tags, params: IdParams, response: { 200: KeyAnswer, ...problemResponses(BY_ID) } }
   }, async (request) => ({ api_key: view(request.params.id) }))
 
   app.patch('/admin/keys/:id', {
     schema: {
       summary: "Change an API key's permissions or expiry",
+      tags,
       params: IdParams,
       body: Type.Object({ permissions: Type.Optional(Permissions), expires_at: Type.Optional(NullableTimestamp) }, { ...closed, minProperties: 1 }),
-      response: { 200: KeyAnswer }
+      response: { 200: KeyAnswer, ...problemResponses(BY_ID, BODY_PROBLEMS, EXPIRY_PROBLEMS, IdentityProblems.keyRevoked) }
     }
   }, async (request) => {
     const { key, warnings } = await apiKeys.update(request.params.id, {
@@ -56,20 +70,26 @@ export const adminApiKeyRoutes: FastifyPluginAsyncTypebox<{ services: IdentitySe
 
   for (const [action, disabled] of [['disable', true], ['enable', false]] as const) {
     app.post(`/admin/keys/:id/${action}`, {
-      schema: { summary: disabled ? 'Disable an API key (reversible)' : 'Re-enable a disabled API key', params: IdParams, response: { 200: KeyAnswer } }
+      schema: {
+        summary: disabled ? 'Disable an API key (reversible)' : 'Re-enable a disabled API key',
+        tags,
+        params: IdParams,
+        response: { 200: KeyAnswer, ...problemResponses(BY_ID, IdentityProblems.keyRevoked) }
+      }
     }, async (request) => ({ api_key: view((await apiKeys.setDisabled(request.params.id, disabled)).id) }))
   }
 
   app.post('/admin/keys/:id/revoke', {
-    schema: { summary: 'Revoke an API key (final)', params: IdParams, response: { 200: KeyAnswer } }
+    schema: { summary: 'Revoke an API key (final)', tags, params: IdParams, response: { 200: KeyAnswer, ...problemResponses(BY_ID) } }
   }, async (request) => ({ api_key: view((await apiKeys.revoke(request.params.id)).id) }))
 
   app.post('/admin/keys/:id/rotate', {
     schema: {
       summary: 'Issue a new secret; the old one works for the grace period (the full key is in this answer only)',
+      tags,
       params: IdParams,
       body: Type.Optional(Type.Object({ grace_seconds: Type.Optional(GraceSeconds) }, closed)),
-      response: { 200: CreatedKeyView }
+      response: { 200: CreatedKeyView, ...problemResponses(BY_ID, BODY_PROBLEMS, IdentityProblems.keyRevoked) }
     },
     // The body is optional: a bare POST rotates with the default grace period.
     preValidation: (request, _reply, done) => { request.body ??= {}; done() }

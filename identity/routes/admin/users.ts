@@ -1,11 +1,18 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
+import { CommonProblems } from '../../../common/problem.js'
+import { BODY_PROBLEMS, problemResponses } from '../../../common/problem-schema.js'
+import { IdentityProblems } from '../../errors.js'
 import { Email, IdParams, MAX_ROLES_PER_USER, Password, RoleName, SessionView, UserView } from '../../schemas.js'
 import type { IdentityServices } from '../../services/index.js'
 import { sessionView, userView } from '../../views.js'
+import { ADMIN_PROBLEMS } from './credential-guard.js'
 
 const closed = { additionalProperties: false } as const
 const UserAnswer = Type.Object({ user: UserView })
+const tags = ['users']
+/** Every route with an :id answers these. */
+const BY_ID = [...ADMIN_PROBLEMS, CommonProblems.validationFailed, IdentityProblems.userNotFound]
 
 /** /admin/users: create, list, show, set roles, change password, disable/enable, their sessions. */
 export const adminUserRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServices }> = async (app, { services }) => {
@@ -15,34 +22,37 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServ
   app.post('/admin/users', {
     schema: {
       summary: 'Create a user',
+      tags,
       body: Type.Object({ email: Email, password: Password, roles: Type.Array(RoleName, { default: [], maxItems: MAX_ROLES_PER_USER }) }, closed),
-      response: { 201: UserAnswer }
+      response: { 201: UserAnswer, ...problemResponses(ADMIN_PROBLEMS, BODY_PROBLEMS, IdentityProblems.unknownRole, IdentityProblems.emailTaken) }
     }
   }, async (request, reply) => reply.code(201).send(view(await users.create(request.body))))
 
   app.get('/admin/users', {
-    schema: { summary: 'List users', response: { 200: Type.Object({ users: Type.Array(UserView) }) } }
+    schema: { summary: 'List users', tags, response: { 200: Type.Object({ users: Type.Array(UserView) }), ...problemResponses(ADMIN_PROBLEMS) } }
   }, async () => ({ users: users.list().map((u) => userView(u, permissionsOf(u.id))) }))
 
   app.get('/admin/users/:id', {
-    schema: { summary: 'Show a user', params: IdParams, response: { 200: UserAnswer } }
+    schema: { summary: 'Show a user', tags, params: IdParams, response: { 200: UserAnswer, ...problemResponses(BY_ID) } }
   }, async (request) => view(users.get(request.params.id)))
 
   app.put('/admin/users/:id/roles', {
     schema: {
       summary: "Replace a user's roles",
+      tags,
       params: IdParams,
       body: Type.Object({ roles: Type.Array(RoleName, { maxItems: MAX_ROLES_PER_USER }) }, closed),
-      response: { 200: UserAnswer }
+      response: { 200: UserAnswer, ...problemResponses(BY_ID, BODY_PROBLEMS, IdentityProblems.unknownRole) }
     }
   }, async (request) => view(await users.setRoles(request.params.id, request.body.roles)))
 
   app.put('/admin/users/:id/password', {
     schema: {
       summary: "Change a user's password (ends all of the user's sessions)",
+      tags,
       params: IdParams,
       body: Type.Object({ password: Password }, closed),
-      response: { 200: UserAnswer }
+      response: { 200: UserAnswer, ...problemResponses(BY_ID, BODY_PROBLEMS) }
     }
   }, async (request) => view(await users.changePassword(request.params.id, request.body.password)))
 
@@ -50,14 +60,20 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServ
     app.post(`/admin/users/:id/${action}`, {
       schema: {
         summary: disabled ? "Disable a user (ends all of the user's sessions)" : 'Enable a disabled user',
+        tags,
         params: IdParams,
-        response: { 200: UserAnswer }
+        response: { 200: UserAnswer, ...problemResponses(BY_ID) }
       }
     }, async (request) => view(await users.setDisabled(request.params.id, disabled)))
   }
 
   app.get('/admin/users/:id/sessions', {
-    schema: { summary: "List a user's sessions", params: IdParams, response: { 200: Type.Object({ sessions: Type.Array(SessionView) }) } }
+    schema: {
+      summary: "List a user's sessions",
+      tags,
+      params: IdParams,
+      response: { 200: Type.Object({ sessions: Type.Array(SessionView) }), ...problemResponses(BY_ID) }
+    }
   }, async (request) => {
     users.get(request.params.id)
     return { sessions: sessions.list({ userId: request.params.id }).map((s) => sessionView(s, clock.now())) }
@@ -66,8 +82,9 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServ
   app.delete('/admin/users/:id/sessions', {
     schema: {
       summary: "Revoke all of a user's sessions",
+      tags,
       params: IdParams,
-      response: { 200: Type.Object({ revoked: Type.Array(Type.String()) }) }
+      response: { 200: Type.Object({ revoked: Type.Array(Type.String()) }), ...problemResponses(BY_ID) }
     }
   }, async (request) => {
     users.get(request.params.id)

@@ -1,5 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
+import { BODY_PROBLEMS, problemResponses } from '../../../common/problem-schema.js'
+import { SERVICE_PROBLEMS } from '../admin/credential-guard.js'
 import { NullableTimestamp, Timestamp } from '../../schemas.js'
 import type { IdentityServices } from '../../services/index.js'
 
@@ -23,9 +25,11 @@ export const keysVerifyRoutes: FastifyPluginAsyncTypebox<{ services: IdentitySer
   app.post('/internal/keys/verify', {
     schema: {
       summary: 'Verify a presented API key',
+      tags: ['internal'],
+      security: [{ serviceCredential: [] }],
       // Loose on purpose: any string is answered (malformed ones without a database read).
       body: Type.Object({ key: Type.String({ maxLength: 1024 }) }, { additionalProperties: false }),
-      response: { 200: Verification }
+      response: { 200: Verification, ...problemResponses(SERVICE_PROBLEMS, BODY_PROBLEMS) }
     }
   }, async (request, reply) => {
     const result = await services.apiKeys.verify(request.body.key)

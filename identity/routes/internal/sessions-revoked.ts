@@ -1,5 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
+import { CommonProblems } from '../../../common/problem.js'
+import { problemResponses } from '../../../common/problem-schema.js'
+import { SERVICE_PROBLEMS } from '../admin/credential-guard.js'
 import { ACCESS_TOKEN_TTL_SECONDS } from '../../config.js'
 import { Timestamp } from '../../schemas.js'
 import type { IdentityServices } from '../../services/index.js'
@@ -13,12 +16,15 @@ export const sessionsRevokedRoutes: FastifyPluginAsyncTypebox<{ services: Identi
   app.get('/internal/sessions/revoked', {
     schema: {
       summary: 'Sessions revoked since a time',
+      tags: ['internal'],
+      security: [{ serviceCredential: [] }],
       querystring: Type.Object({ since: Type.Optional(Timestamp) }, { additionalProperties: false }),
       response: {
         200: Type.Object({
           now: Timestamp,
           sessions: Type.Array(Type.Object({ id: Type.String(), revoked_at: Timestamp, expires_at: Timestamp }))
-        })
+        }),
+        ...problemResponses(SERVICE_PROBLEMS, CommonProblems.validationFailed)
       }
     }
   }, async (request) => {

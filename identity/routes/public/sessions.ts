@@ -2,9 +2,14 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { readBearer } from '../../../common/bearer.js'
 import { AuthProblems } from '../../../common/problem.js'
+import { BODY_PROBLEMS, problemResponses } from '../../../common/problem-schema.js'
 import { IdentityProblems } from '../../errors.js'
 import { BearerHeaders, LoginBody, TokenSet } from '../../schemas.js'
 import type { IdentityServices } from '../../services/index.js'
+
+/** What a presented access token can be refused for (logout, refresh). */
+export const SESSION_TOKEN_PROBLEMS = [AuthProblems.credentialsMissing, IdentityProblems.invalidToken, IdentityProblems.sessionRevoked,
+  IdentityProblems.sessionExpired, IdentityProblems.userDisabled]
 
 /** Longest user agent kept on a session; the rest is cut (it is display-only). */
 const MAX_USER_AGENT_LENGTH = 512
@@ -22,8 +27,12 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServic
   app.post('/sessions', {
     schema: {
       summary: 'Log in: create a session and return its first token set',
+      tags: ['sessions'],
       body: LoginBody,
-      response: { 201: TokenSet }
+      response: {
+        201: TokenSet,
+        ...problemResponses(BODY_PROBLEMS, IdentityProblems.invalidCredentials, IdentityProblems.userDisabled, IdentityProblems.loginThrottled)
+      }
     }
   }, async (request, reply) => {
     const tokenSet = await services.login({
@@ -38,8 +47,10 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServic
   app.delete('/sessions/current', {
     schema: {
       summary: 'Log out: revoke the session of the Bearer access token',
+      tags: ['sessions'],
+      security: [{ accessToken: [] }],
       headers: BearerHeaders,
-      response: { 204: Type.Null() }
+      response: { 204: Type.Null(), ...problemResponses(SESSION_TOKEN_PROBLEMS) }
     }
   }, async (request, reply) => {
     const session = await services.sessions.authenticate(requireBearer(request.headers.authorization))

@@ -1,7 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { BODY_PROBLEMS, problemResponses } from '../../../common/problem-schema.js'
+import { IdentityProblems } from '../../errors.js'
 import { BearerHeaders, RefreshBody, TokenSet } from '../../schemas.js'
 import type { IdentityServices } from '../../services/index.js'
-import { requireBearer } from './sessions.js'
+import { requireBearer, SESSION_TOKEN_PROBLEMS } from './sessions.js'
 
 /** The refresh paths: the contract's `/tokens` and its French variant `/jetons`. */
 const REFRESH_PATHS = ['/tokens', '/jetons'] as const
@@ -11,10 +13,19 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServices
   for (const path of REFRESH_PATHS) {
     app.post(path, {
       schema: {
-        summary: 'Refresh: exchange the refresh token for a new token set',
+        summary: path === '/tokens'
+          ? 'Refresh: exchange the refresh token for a new token set'
+          : 'Refresh (French path of POST /tokens)',
+        tags: ['tokens'],
+        // The access token of the same session, expired or not.
+        security: [{ accessToken: [] }],
         headers: BearerHeaders,
         body: RefreshBody,
-        response: { 200: TokenSet }
+        response: {
+          200: TokenSet,
+          ...problemResponses(BODY_PROBLEMS, SESSION_TOKEN_PROBLEMS, IdentityProblems.refreshTokenInvalid,
+            IdentityProblems.refreshTokenExpired, IdentityProblems.refreshTokenReused, IdentityProblems.refreshTokenSuperseded)
+        }
       }
     }, async (request, reply) => {
       const tokenSet = await services.sessions.refresh(requireBearer(request.headers.authorization), request.body.refresh_token)

@@ -1,0 +1,53 @@
+import type { FastifyInstance } from 'fastify'
+import { ConfigError } from '../../common/config.js'
+import { generatedDocument, registerDocumentation, unusedWhileRegistering, type OpenApiDocument } from '../../common/openapi.js'
+import { identityPublicDocument } from '../../identity/openapi.js'
+import { observabilityRoutes } from '../observability/routes.js'
+import type { RouteTable } from '../routing/index.js'
+import type { GatewayRuntime } from '../runtime.js'
+import { buildGatewayDocument, GATEWAY_DESCRIPTION, GATEWAY_TITLE, type GatewayDocumentSources } from './document.js'
+
+/** The gateway's own routes, documented from their schemas like every other service's. */
+const gatewayOwnDocument = generatedDocument({ title: GATEWAY_TITLE, description: GATEWAY_DESCRIPTION }, async (app) => {
+  await app.register(observabilityRoutes, { runtime: unusedWhileRegistering<GatewayRuntime>('runtime') })
+})
+
+async function loadSources (): Promise<GatewayDocumentSources> {
+  const [identity, own] = await Promise.all([identityPublicDocument(), gatewayOwnDocument()])
+  return { identity, own }
+}
+
+/**
+ * The gateway's OpenAPI document for the routes in force. For a host app that runs the
+ * plugin with documentationRoutes off (it has its own @fastify/swagger) and serves or
+ * merges the document itself: `await gatewayOpenApiDocument(app.portierGateway)`.
+ */
+export async function gatewayOpenApiDocument (runtime: Pick<GatewayRuntime, 'table'>): Promise<OpenApiDocument> {
+  return buildGatewayDocument(runtime.table, await loadSources())
+}
+
+/**
+ * GET /openapi.json and Swagger UI at /docs, outside the gate (no credential, like
+ * /healthz). Each route table gets its document once: a reload swaps the table, so the
+ * next request builds the new one (@fastify/swagger's own cache would keep the first).
+ */
+export async function documentationRoutes (app: FastifyInstance, { runtime }: { runtime: GatewayRuntime }): Promise<void> {
+  if (app.hasDecorator('swagger')) {
+    throw new ConfigError('portier gateway options', ['documentationRoutes: this app already has @fastify/swagger; ' +
+      'leave documentationRoutes off and serve gatewayOpenApiDocument(app.portierGateway) from your own routes'])
+  }
+  let sources: GatewayDocumentSources | null = null
+  // Generated once, before the first request: serving the document is then synchronous.
+  app.addHook('onReady', async () => { sources = await loadSources() })
+  const documents = new WeakMap<RouteTable, OpenApiDocument>()
+  const current = (): OpenApiDocument => {
+    const table = runtime.table
+    let document = documents.get(table)
+    if (document === undefined) {
+      document = buildGatewayDocument(table, sources as GatewayDocumentSources)
+      documents.set(table, document)
+    }
+    return document
+  }
+  await registerDocumentation(app, { title: GATEWAY_TITLE, description: GATEWAY_DESCRIPTION, document: current })
+}

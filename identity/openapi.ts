@@ -1,0 +1,62 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { generatedDocument, unusedWhileRegistering, type DocumentationOptions } from '../common/openapi.js'
+import { healthRoutes } from './routes/health.js'
+import { jwksRoutes } from './routes/public/jwks.js'
+import { sessionRoutes } from './routes/public/sessions.js'
+import { tokenRoutes } from './routes/public/tokens.js'
+import type { IdentityServices } from './services/index.js'
+
+/**
+ * Identity's two OpenAPI documents (what each listener serves at /openapi.json), and
+ * the public one as the gateway republishes it: identity's public routes are part of
+ * the gateway's contract.
+ */
+
+/** The public listener's routes, in order: the app and its documentation share the list. */
+export const PUBLIC_ROUTE_PLUGINS: ReadonlyArray<FastifyPluginAsyncTypebox<{ services: IdentityServices }>> =
+  [healthRoutes, sessionRoutes, tokenRoutes, jwksRoutes]
+
+export const IDENTITY_PUBLIC_DOCUMENTATION: DocumentationOptions = {
+  title: 'Portier identity — public API',
+  description: 'Log in, refresh and log out, and the public keys that verify access tokens. ' +
+    'Clients call these through the gateway; errors are RFC 9457 `application/problem+json`.',
+  securitySchemes: {
+    accessToken: {
+      type: 'http',
+      scheme: 'bearer',
+      bearerFormat: 'JWT',
+      description: 'An access token (JWT, `typ: at+jwt`) this identity issued: `Authorization: Bearer <access_token>`.'
+    }
+  },
+  tags: [
+    { name: 'sessions', description: 'Log in and log out.' },
+    { name: 'tokens', description: 'Refresh token sets; the keys that verify access tokens.' },
+    { name: 'health', description: 'Liveness.' }
+  ]
+}
+
+export const IDENTITY_ADMIN_DOCUMENTATION: DocumentationOptions = {
+  title: 'Portier identity — admin and internal API',
+  description: 'Users, roles, API keys, sessions and signing keys for operators (`/admin`, admin credential), ' +
+    'and what gateways call (`/internal`, service credential). Served on the admin listener only ' +
+    '(127.0.0.1 by default), never through the gateway. Errors are RFC 9457 `application/problem+json`.',
+  securitySchemes: {
+    adminCredential: { type: 'http', scheme: 'bearer', description: 'IDENTITY_ADMIN_TOKEN, as `Authorization: Bearer`.' },
+    serviceCredential: { type: 'http', scheme: 'bearer', description: 'IDENTITY_SERVICE_TOKEN, as `Authorization: Bearer`: gateways only.' }
+  },
+  security: [{ adminCredential: [] }],
+  tags: [
+    { name: 'users' }, { name: 'roles' }, { name: 'api-keys' }, { name: 'sessions' }, { name: 'signing-keys' },
+    { name: 'internal', description: 'For gateways: key verification and the revocation feed.' },
+    { name: 'health', description: 'Liveness (no credential).' }
+  ]
+}
+
+/**
+ * Identity's public document as the public listener serves it, generated from the same
+ * route plugins without a database (handlers never run); built once per process.
+ */
+export const identityPublicDocument = generatedDocument(IDENTITY_PUBLIC_DOCUMENTATION, async (app) => {
+  const services = unusedWhileRegistering<IdentityServices>('services')
+  for (const routes of PUBLIC_ROUTE_PLUGINS) await app.register(routes, { services })
+})
