@@ -21,7 +21,7 @@ export interface TestIdentity {
   logText: () => string
 }
 
-interface Teardown { teardown: (fn: () => unknown) => void }
+export interface Teardown { teardown: (fn: () => unknown) => void }
 
 export function tempDir (t: Teardown, prefix = 'portier-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix))

@@ -1,0 +1,136 @@
+import closeWithGrace from 'close-with-grace'
+import { dirname, join } from 'node:path'
+import { ConfigError } from '../common/config.js'
+import { createMemoryEventBus } from '../common/event-bus.js'
+import { buildGatewayServer } from '../gateway/app.js'
+import { loadGatewayConfig } from '../gateway/config.js'
+import { buildIdentity } from '../identity/app.js'
+import { IdentityEnvSchema, loadIdentityConfig } from '../identity/config.js'
+import { buildUpstreamMock } from '../upstream-mock/app.js'
+import { loadUpstreamMockConfig } from '../upstream-mock/config.js'
+import { firstStartBanner, laterStartBanner, type DemoUrls } from './banner.js'
+import { credentialsFor } from './credentials.js'
+import { DEMO_KEY_LIFETIME_DAYS, seedDemoAccounts } from './seed.js'
+
+/** A one-process start answers on loopback unless told otherwise: it prints secrets, and is not a deployment. */
+const LOOPBACK = '127.0.0.1'
+const CREDENTIALS_FILE_NAME = 'credentials.json'
+
+function urlOf (host: string, port: number): string {
+  const reachable = host === '0.0.0.0' || host === '::' ? LOOPBACK : host
+  return `http://${reachable.includes(':') ? `[${reachable}]` : reachable}:${port}`
+}
+
+/** Runs every loader, so that one start reports the bad variables of all three services at once. */
+function collectProblems<T extends Record<string, () => unknown>> (loaders: T): { [K in keyof T]: ReturnType<T[K]> } {
+  const problems: string[] = []
+  const results: Record<string, unknown> = {}
+  for (const [name, load] of Object.entries(loaders)) {
+    try {
+      results[name] = load()
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err
+      problems.push(...err.problems)
+    }
+  }
+  if (problems.length > 0) throw new ConfigError('environment of the one-process start', [...new Set(problems)])
+  return results as { [K in keyof T]: ReturnType<T[K]> }
+}
+
+/**
+ * Each service's own configuration, read from the same environment with the
+ * one-process defaults underneath: loopback listeners, the gateway pointed at this
+ * process's identity, generated credentials. Anything set in the environment wins,
+ * and is validated by the service's own schema. Nothing is written before all of it
+ * is valid.
+ */
+function loadConfigs (env: Record<string, string | undefined>) {
+  const layered: Record<string, string | undefined> = { IDENTITY_HOST: LOOPBACK, GATEWAY_HOST: LOOPBACK, UPSTREAM_MOCK_HOST: LOOPBACK, ...env }
+  // The database's folder holds the credentials; identity's schema validates the path itself below.
+  const databasePath = layered.IDENTITY_DATABASE_PATH ?? (IdentityEnvSchema.properties.IDENTITY_DATABASE_PATH as unknown as { default: string }).default
+  const credentialsFile = join(dirname(databasePath), CREDENTIALS_FILE_NAME)
+  const kept = credentialsFor(credentialsFile, env)
+  const tokens = { IDENTITY_ADMIN_TOKEN: kept.credentials.adminToken, IDENTITY_SERVICE_TOKEN: kept.credentials.serviceToken }
+  const { identity, upstreamMock } = collectProblems({
+    identity: () => loadIdentityConfig({ ...layered, ...tokens }),
+    upstreamMock: () => loadUpstreamMockConfig(layered),
+    // Validated here with identity's defaults so that its problems are listed too; built below with identity's real addresses.
+    gateway: () => loadGatewayConfig({ ...layered, ...tokens })
+  })
+  const gateway = loadGatewayConfig({
+    IDENTITY_PUBLIC_URL: urlOf(identity.host, identity.port),
+    IDENTITY_INTERNAL_URL: urlOf(identity.adminHost, identity.adminPort),
+    ...layered,
+    ...tokens
+  })
+  kept.keep()
+  return { identity, gateway, upstreamMock, credentialsFile }
+}
+
+/** A configuration problem ends the start with its message and EX_CONFIG, never a stack. */
+function exitOnConfigError<T> (step: () => T): T {
+  try {
+    const result = step()
+    return result instanceof Promise ? result.catch(exit) as T : result
+  } catch (err) {
+    return exit(err)
+  }
+}
+
+function exit (err: unknown): never {
+  if (!(err instanceof ConfigError)) throw err
+  process.stderr.write(`${err.message}\n`)
+  process.exit(78) // EX_CONFIG
+}
+
+/**
+ * `npm start`: identity, the gateway and upstream-mock in one process on their fixed
+ * ports, with demo accounts created (and printed once) in a fresh database. Without
+ * REDIS_URL the three share an in-process event bus; with it they use Redis, as
+ * separate deployments do.
+ */
+async function main (): Promise<void> {
+  const configs = exitOnConfigError(() => loadConfigs(process.env))
+  const { identity: identityConfig, gateway: gatewayConfig, upstreamMock: mockConfig } = configs
+  const redisUrl = identityConfig.redisUrl ?? gatewayConfig.plugin.redisUrl
+  // One bus for both when there is no Redis: identity's events reach the gateway at once.
+  const events = redisUrl === undefined ? createMemoryEventBus() : undefined
+  const shared = events !== undefined ? { events } : {}
+
+  const upstreamMock = await buildUpstreamMock({ users: mockConfig.users, seed: mockConfig.seed, logLevel: mockConfig.logLevel })
+  // Building identity may refuse too: stored signing keys the configured secret cannot open.
+  const identity = await exitOnConfigError(async () => await buildIdentity(identityConfig, shared))
+  const gateway = await buildGatewayServer(gatewayConfig, shared)
+
+  // The gateway drains first: what it has in flight still needs identity and the upstream.
+  closeWithGrace({ delay: gatewayConfig.shutdownGraceMs, skip: ['SIGHUP'] }, async ({ signal, err }) => {
+    if (err !== undefined) gateway.log.error({ err }, 'shutting down after an error')
+    else gateway.log.info({ signal }, 'shutting down: draining in-flight requests')
+    await gateway.close()
+    await identity.close()
+    await upstreamMock.close()
+    await events?.close()
+  })
+  process.on('SIGHUP', () => { gateway.portierGateway.reload() })
+
+  await upstreamMock.listen({ host: mockConfig.host, port: mockConfig.port })
+  await identity.publicApp.listen({ host: identityConfig.host, port: identityConfig.port })
+  await identity.adminApp.listen({ host: identityConfig.adminHost, port: identityConfig.adminPort })
+  await gateway.listen({ host: gatewayConfig.host, port: gatewayConfig.port })
+
+  const maxDays = identityConfig.apiKeyMaxLifetimeDays
+  const accounts = await seedDemoAccounts(identity.services, maxDays > 0 ? Math.min(maxDays, DEMO_KEY_LIFETIME_DAYS) : DEMO_KEY_LIFETIME_DAYS)
+  const urls: DemoUrls = {
+    gateway: urlOf(gatewayConfig.host, gatewayConfig.port),
+    identity: urlOf(identityConfig.host, identityConfig.port),
+    identityAdmin: urlOf(identityConfig.adminHost, identityConfig.adminPort),
+    upstreamMock: urlOf(mockConfig.host, mockConfig.port)
+  }
+  const input = { urls, databasePath: identityConfig.databasePath, credentialsFile: configs.credentialsFile, redis: redisUrl ?? null }
+  // Printed, never logged: log lines must not carry secrets, and this text is shown once.
+  process.stdout.write(accounts !== null
+    ? firstStartBanner(input, accounts)
+    : laterStartBanner(input, { users: identity.services.users.list().length, apiKeys: identity.services.apiKeys.list().length }))
+}
+
+await main()

@@ -1,0 +1,45 @@
+import { spawn, type ChildProcessByStdio } from 'node:child_process'
+import type { Readable } from 'node:stream'
+import { fileURLToPath } from 'node:url'
+import type { Teardown } from './identity.js'
+
+export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url))
+
+/** A compiled entry point (`npm test` builds before tap runs), e.g. `dist/demo/start.js`. */
+export function builtEntry (path: string): string {
+  return fileURLToPath(new URL(`../../${path}`, import.meta.url))
+}
+
+export interface Exit { code: number | null, signal: NodeJS.Signals | null }
+
+export interface ServiceProcess {
+  child: ChildProcessByStdio<null, Readable, Readable>
+  stdout: () => string
+  stderr: () => string
+  /** Resolves true once stdout matches `readyWhen`, false if the process exits or the wait times out first. */
+  ready: Promise<boolean>
+  exited: Promise<Exit>
+}
+
+const READY_TIMEOUT_MS = 30_000
+
+/**
+ * Runs a built entry point as a real child process with exactly `env` (plus PATH),
+ * collecting its output; killed at teardown if it is still running.
+ */
+export function startProcess (t: Teardown, entry: string, env: Record<string, string>, readyWhen: RegExp, cwd = REPO_ROOT): ServiceProcess {
+  const child = spawn(process.execPath, [builtEntry(entry)], { cwd, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString() })
+  child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
+  const exited = new Promise<Exit>((resolve) => { child.once('exit', (code, signal) => { resolve({ code, signal }) }) })
+  const ready = new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => { resolve(false) }, READY_TIMEOUT_MS)
+    const check = (): void => { if (readyWhen.test(stdout)) { clearTimeout(timer); resolve(true) } }
+    child.stdout.on('data', check)
+    void exited.then(() => { clearTimeout(timer); resolve(false) })
+  })
+  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+  return { child, stdout: () => stdout, stderr: () => stderr, ready, exited }
+}
