@@ -1,0 +1,92 @@
+import { readFileSync } from 'node:fs'
+import { join, posix } from 'node:path'
+import { REPO_ROOT } from './code-facts.js'
+import { claim, secretFiles, type DeployTree } from './deploy-files.js'
+import { SECRET_NAME, type Problems } from './problems.js'
+
+export const README = 'deploy/README.md'
+export const MAKE_SECRETS = 'deploy/make-secrets.sh'
+/** What a committed file may give a credential: nothing, an interpolation of itself, a generator command, a <placeholder>. */
+const SAFE_VALUE = (name: string): RegExp => new RegExp(`^(\\$\\{${name}:\\?|\\$\\(openssl rand|<[a-z][^>]*>$|$)`)
+/** `NAME=value` or `NAME: value`, not the name inside an interpolation (`${NAME:?…}`). */
+const ASSIGNMENT = /(?<!\$\{)\b([A-Z][A-Z0-9_]*)\s*[=:][ \t]*["']?([^\s,;'"`]*)/g
+
+/** Whether a word looks like key material: long, and hex or mixed-case with digits. */
+export function looksLikeSecret (word: string): boolean {
+  if (word.length < 32) return false
+  if (/^[0-9a-f]+$/i.test(word)) return /\d/.test(word) && /[a-f]/i.test(word)
+  return /\d/.test(word) && /[a-z]/.test(word) && /[A-Z]/.test(word)
+}
+
+/**
+ * No committed file holds a credential: assignments to *_TOKEN/*_KEY/… names carry no
+ * literal value, no word anywhere looks like key material, the examples leave secrets
+ * empty, and each file they stand for is gitignored and kept out of the image's build
+ * context.
+ */
+export function checkNoCommittedSecrets (tree: DeployTree, problems: Problems, gitignore = readFileSync(join(REPO_ROOT, '.gitignore'), 'utf8')): void {
+  for (const file of tree.files.values()) {
+    file.text.split('\n').forEach((line, index) => {
+      for (const [, name, value] of line.matchAll(ASSIGNMENT)) {
+        if (SECRET_NAME.test(name as string) && !SAFE_VALUE(name as string).test(value as string)) {
+          problems.add(file.path, `line ${index + 1}`, `${name as string} is given a literal value: credentials come from the gitignored secret files`)
+        }
+      }
+      for (const word of line.match(/[A-Za-z0-9+_-]{32,}={0,2}/g) ?? []) {
+        if (looksLikeSecret(word)) problems.add(file.path, `line ${index + 1}`, `"${word.slice(0, 6)}…" looks like key material: never commit a secret`)
+      }
+    })
+    if (file.kind === 'env-example') {
+      for (const entry of file.entries) {
+        if (SECRET_NAME.test(entry.name) && entry.value !== '') problems.add(file.path, `line ${entry.line}`, `${entry.name}: an example never holds a credential; leave it empty`)
+      }
+    }
+  }
+  const ignored = new Set(gitignore.split('\n').map((l) => l.trim().replace(/^\//, '')))
+  for (const path of secretFiles(tree)) {
+    if (!ignored.has(path)) problems.add('.gitignore', '', `${path} (the filled-in ${posix.basename(path)}.example) must be ignored: it holds credentials`)
+  }
+}
+
+/** The secret-making script: strict bash, private files, fresh 256-bit values, every example covered. */
+export function checkShellScripts (tree: DeployTree, problems: Problems): void {
+  for (const file of [...tree.files.values()].filter((f) => f.kind === 'shell')) {
+    claim(tree, file.path, 'shell')
+    if (!/^#!\/usr\/bin\/env bash\n/.test(file.text)) problems.add(file.path, 'line 1', 'start with #!/usr/bin/env bash')
+    if (!/^set -euo pipefail$/m.test(file.text)) problems.add(file.path, '', 'set -euo pipefail: stop at the first failure')
+  }
+  const script = tree.files.get(MAKE_SECRETS)
+  if (script === undefined) {
+    problems.add(MAKE_SECRETS, '', 'missing: it creates the gitignored secret files')
+    return
+  }
+  if (!/openssl rand -hex 32/.test(script.text)) problems.add(MAKE_SECRETS, '', 'generate each secret with `openssl rand -hex 32` (256 bits, 64 characters)')
+  if (!/^umask 077$/m.test(script.text)) problems.add(MAKE_SECRETS, '', 'umask 077: the secret files must be readable by their owner only')
+  for (const path of secretFiles(tree)) {
+    const relative = posix.relative('deploy', path)
+    if (!script.text.includes(`"$here/${relative}.example" "$here/${relative}"`)) problems.add(MAKE_SECRETS, '', `does not create ${path} from ${relative}.example`)
+  }
+}
+
+/** deploy/README.md names every file of deploy/ (and the secret files it tells you to create). */
+export function checkReadme (tree: DeployTree, problems: Problems): void {
+  const readme = claim(tree, README, 'markdown')
+  if (readme === undefined) {
+    problems.add(README, '', 'missing')
+    return
+  }
+  for (const path of [...tree.files.keys(), ...secretFiles(tree)].filter((p) => p !== README)) {
+    const relative = posix.relative('deploy', path)
+    if (!readme.text.includes(relative)) problems.add(README, '', `does not mention ${relative}: say what it is for`)
+  }
+  for (const phrase of ['single writer', 'Litestream']) {
+    if (!readme.text.includes(phrase)) problems.add(README, '', `does not explain why identity never scales and how SQLite is backed up ("${phrase}")`)
+  }
+}
+
+/** Every file of deploy/ was used by some check: none is there unchecked. */
+export function checkAllClaimed (tree: DeployTree, problems: Problems): void {
+  for (const path of tree.files.keys()) {
+    if (!tree.claimed.has(path)) problems.add(path, '', 'not used by compose.yaml, kustomization.yaml, the Dockerfile or the README checks: nothing checks it; wire it in or remove it')
+  }
+}
