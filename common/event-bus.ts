@@ -9,7 +9,13 @@ import { parseAuthEvent, type AuthEvent } from './events.js'
  */
 export interface EventBus {
   publish: (event: AuthEvent) => Promise<void>
-  subscribe: (listener: (event: AuthEvent) => void) => Promise<() => Promise<void>>
+  /**
+   * `onResubscribed` runs each time a subscription hears events again after it could
+   * not (a Redis subscriber that reconnected): events published meanwhile were lost.
+   */
+  subscribe: (listener: (event: AuthEvent) => void, onResubscribed?: () => void) => Promise<() => Promise<void>>
+  /** Whether every subscription hears events now (false while a Redis subscriber reconnects). */
+  receiving: () => boolean
   close: () => Promise<void>
 }
 
@@ -23,6 +29,7 @@ export function createMemoryEventBus (): EventBus {
       emitter.on('event', listener)
       return async () => { emitter.off('event', listener) }
     },
+    receiving: () => true,
     async close () { emitter.removeAllListeners() }
   }
 }
@@ -41,6 +48,8 @@ export interface RedisEventBusOptions {
 export function createRedisEventBus (options: RedisEventBusOptions): EventBus {
   const { redis, channel, log } = options
   const subscribers: Redis[] = []
+  /** Subscribers whose SUBSCRIBE is confirmed on their current connection. */
+  const hearing = new WeakSet<Redis>()
   return {
     async publish (event) {
       let timer: NodeJS.Timeout | undefined
@@ -55,7 +64,7 @@ export function createRedisEventBus (options: RedisEventBusOptions): EventBus {
         clearTimeout(timer)
       }
     },
-    async subscribe (listener) {
+    async subscribe (listener, onResubscribed) {
       // The subscriber queues SUBSCRIBE until connected, and ioredis re-subscribes after reconnects.
       const subscriber = redis.duplicate({ enableOfflineQueue: true })
       // Reconnection failures are expected while Redis is down; ioredis retries on its own.
@@ -67,11 +76,21 @@ export function createRedisEventBus (options: RedisEventBusOptions): EventBus {
         else listener(event)
       })
       await subscriber.subscribe(channel)
+      hearing.add(subscriber)
+      subscriber.on('close', () => { hearing.delete(subscriber) })
+      subscriber.on('ready', () => {
+        // ioredis re-subscribes on its own; this SUBSCRIBE (idempotent) gives a confirmed point from which events are heard.
+        subscriber.subscribe(channel).then(() => {
+          hearing.add(subscriber)
+          onResubscribed?.()
+        }, (err: unknown) => { log.debug({ err }, 'event subscriber could not re-subscribe yet') })
+      })
       return async () => {
         subscriber.disconnect()
         subscribers.splice(subscribers.indexOf(subscriber), 1)
       }
     },
+    receiving: () => subscribers.every((subscriber) => hearing.has(subscriber)),
     async close () {
       for (const subscriber of subscribers.splice(0)) subscriber.disconnect()
     }

@@ -130,16 +130,21 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
     /** Subscribes, loads keys and revocations, and starts the timers. Never throws: what fails is retried. */
     async start (): Promise<void> {
       const targets = { keys, revocations, jwks, metrics, log }
+      // Events published while either connection was away were lost: re-read what they would have said.
+      const catchUp = (what: string): void => {
+        log.info(`${what}: re-reading revocations and dropping L2 key entries that may have missed evictions`)
+        void revocations.sync()
+        keys.flushL2().catch((err: unknown) => { log.warn({ err }, 'could not flush L2 key entries') })
+      }
       // With Redis down the subscription completes when it comes back; start does not wait for that.
-      const subscribed = subscribeToInvalidations(events, targets).then((stop) => { unsubscribe = stop })
+      const subscribed = subscribeToInvalidations(events, targets, () => { catchUp('invalidation events are heard again') })
+        .then((stop) => { unsubscribe = stop })
       await Promise.race([subscribed, new Promise((resolve) => setTimeout(resolve, options.identity.timeoutMs).unref())])
       redis?.on('close', () => { redisWasDown = true })
       redis?.on('ready', () => {
         if (!redisWasDown) return
         redisWasDown = false
-        log.info('redis is back: re-reading revocations and dropping L2 key entries that may have missed evictions')
-        void revocations.sync()
-        keys.flushL2().catch((err: unknown) => { log.warn({ err }, 'could not flush L2 key entries') })
+        catchUp('redis is back')
       })
       await Promise.all([jwks.refresh(), revocations.sync()])
       timers.push(setInterval(() => { void revocations.sync() }, options.revocationSyncSeconds * 1000).unref())
@@ -150,7 +155,8 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
     /** What /readyz reports. Ready means it can verify tokens; Redis or identity down is "degraded". */
     async readiness () {
       const identityUp = await identity.healthy()
-      const redisState = redis === null ? 'not_configured' : redis.status === 'ready' ? 'up' : 'down'
+      // Up means usable for both jobs: the L2 cache, and hearing invalidation events.
+      const redisState = redis === null ? 'not_configured' : redis.status === 'ready' && events.receiving() ? 'up' : 'down'
       const degraded = !identityUp || redisState === 'down'
       return {
         ready: jwks.loaded,

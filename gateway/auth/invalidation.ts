@@ -48,11 +48,11 @@ export async function applyAuthEvent (event: AuthEvent, targets: InvalidationTar
  * Subscribes to identity's invalidation events (Redis pub/sub in production, so every
  * replica hears every event). Returns the unsubscribe function.
  */
-export async function subscribeToInvalidations (events: EventBus, targets: InvalidationTargets): Promise<() => Promise<void>> {
+export async function subscribeToInvalidations (events: EventBus, targets: InvalidationTargets, onResubscribed?: () => void): Promise<() => Promise<void>> {
   return await events.subscribe((event) => {
     targets.metrics.invalidations.inc({ type: event.type })
     applyAuthEvent(event, targets).catch((err: unknown) => {
       targets.log.error({ err, eventType: event.type }, 'could not apply an invalidation event')
     })
-  })
+  }, onResubscribed)
 }

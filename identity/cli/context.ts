@@ -43,6 +43,7 @@ async function connectEvents (config: IdentityCoreConfig, io: CliIo): Promise<{ 
         warned = true
       },
       async subscribe () { return async () => {} },
+      receiving: () => false,
       async close () {}
     }
     return { events, redis: null }
