@@ -128,6 +128,10 @@ t.test('identity down', async (t) => {
   assertRefused(t, await gateway.call('/users', withKey(`${uncached.key.slice(0, -1)}${uncached.key.endsWith('A') ? 'B' : 'A'}`)),
     'invalid_api_key', 'a malformed key is still refused without I/O')
   assertProblem(t, await gateway.call('/users'), 401, 'credentials_missing', 'no credential is still a 401')
+  // Identity's own routes are proxied like any upstream: its absence is the upstream-down answer.
+  assertProblem(t, await gateway.call('/sessions', { body: { session: s.user } }), 502, 'upstream_unavailable', 'login through the gateway')
+  assertProblem(t, await gateway.call('/jetons', { bearer: tokens.access_token, body: { refresh_token: tokens.refresh_token } }), 502,
+    'upstream_unavailable', 'refresh through the gateway')
   // Past the JWKS cooldown an unknown kid makes the gateway try identity, which fails: still a 401, not a 5xx.
   s.clock.advance(31_000)
   const forged = await signToken(await strangerSigner(), claimsOf(tokens.access_token))

@@ -4,6 +4,8 @@ import type { TObject } from 'typebox'
 import { AuthProblems, CommonProblems } from '../../common/problem.js'
 import { GatewayEnvSchema } from '../../gateway/config.js'
 import { GatewayProblems } from '../../gateway/errors.js'
+import { GatewayOptionsSchema } from '../../gateway/options.js'
+import { UpstreamsFileSchema } from '../../gateway/routing/schema.js'
 import { IdentityEnvSchema } from '../../identity/config.js'
 import { IdentityProblems } from '../../identity/errors.js'
 import { UpstreamMockEnvSchema } from '../../upstream-mock/config.js'
@@ -45,6 +47,43 @@ for (const [heading, schemaObject] of ENVIRONMENTS) {
       const documented = rows.get(name)?.[0]
       if (property.default === undefined) t.match(documented, /required|unset/, `${name} has no default`)
       else t.equal(documented, `\`${String(property.default)}\``, `${name} default`)
+    }
+  })
+}
+
+interface SchemaNode { type?: unknown, properties?: Record<string, SchemaNode>, required?: string[], items?: SchemaNode, default?: unknown }
+
+/**
+ * Every field of a config schema as a documented path (`upstreams[].routes[].method`),
+ * with its default, or `required` when it has none and must be given. Objects with
+ * declared members and arrays of them are walked; `opaque` paths are leaves.
+ */
+function fieldsOf (node: SchemaNode, opaque: Set<string>, prefix = '', out = new Map<string, string>()): Map<string, string> {
+  for (const [name, child] of Object.entries(node.properties ?? {})) {
+    const path = `${prefix}${name}`
+    const required = (node.required ?? []).includes(name) && child.default === undefined
+    out.set(path, child.default !== undefined ? `\`${JSON.stringify(child.default).replace(/^"|"$/g, '')}\`` : required ? 'required' : 'unset')
+    if (opaque.has(path)) continue
+    if (child.properties !== undefined) fieldsOf(child, opaque, `${path}.`, out)
+    if (child.items?.properties !== undefined) fieldsOf(child.items, opaque, `${path}[].`, out)
+  }
+  return out
+}
+
+const CONFIG_FIELDS: Array<[string, SchemaNode, Set<string>]> = [
+  ['Upstreams file', UpstreamsFileSchema as unknown as SchemaNode, new Set()],
+  ['Gateway plugin options', GatewayOptionsSchema as unknown as SchemaNode, new Set(['upstreams'])]
+]
+
+for (const [heading, schema, opaque] of CONFIG_FIELDS) {
+  t.test(`every field of "${heading}" is documented with its default`, async (t) => {
+    const rows = tableRows(section(heading), /^[a-zA-Z][\w.[\]]*$/)
+    const fields = fieldsOf(schema, opaque)
+    t.same([...rows.keys()].sort(), [...fields.keys()].sort(), 'same fields in README and schema')
+    for (const [path, expected] of fields) {
+      const documented = rows.get(path)?.[0]
+      if (expected === 'unset') t.match(documented, /^\(unset\)$|^`null`$/, `${path} is optional without a default`)
+      else t.equal(documented, expected, `${path} default`)
     }
   })
 }
