@@ -38,10 +38,25 @@ export function parseApiKey (presented: string): ParsedApiKey | null {
   return { lookupId, secret }
 }
 
+/** The full key text of a lookup id and a secret, checksum included. */
+export function formatApiKey (lookupId: string, secret: string): string {
+  const body = `${API_KEY_PREFIX}${lookupId}_${secret}`
+  return `${body}${checksumOf(body)}`
+}
+
+/** A random lookup id, in the key's alphabet and length. */
+export function randomLookupId (): string {
+  return randomBase62(LOOKUP_ID_LENGTH)
+}
+
 /** A new key: the full text (shown once) and its parts. */
 export function generateApiKey (): { key: string, lookupId: string, secret: string } {
-  const lookupId = randomBase62(LOOKUP_ID_LENGTH)
+  const lookupId = randomLookupId()
   const secret = randomBase62(SECRET_LENGTH)
-  const body = `${API_KEY_PREFIX}${lookupId}_${secret}`
-  return { key: `${body}${checksumOf(body)}`, lookupId, secret }
+  return { key: formatApiKey(lookupId, secret), lookupId, secret }
+}
+
+/** A random secret, in the key's alphabet and length. */
+export function randomSecret (): string {
+  return randomBase62(SECRET_LENGTH)
 }

@@ -5,9 +5,11 @@ import { createHttpApp } from '../common/http-app.js'
 import { registerDocumentation } from '../common/openapi.js'
 import { createRedis, waitForRedis } from '../common/redis.js'
 import type { IdentityConfig } from './config.js'
+import { createIdentityMetrics } from './observability/metrics.js'
 import { IDENTITY_ADMIN_DOCUMENTATION, IDENTITY_PUBLIC_DOCUMENTATION, PUBLIC_ROUTE_PLUGINS } from './openapi.js'
 import { guardAdminListener } from './routes/admin/credential-guard.js'
 import { adminApiKeyRoutes } from './routes/admin/api-keys.js'
+import { metricsRoutes } from './routes/admin/metrics.js'
 import { adminRoleRoutes } from './routes/admin/roles.js'
 import { adminSessionRoutes } from './routes/admin/sessions.js'
 import { adminSigningKeyRoutes } from './routes/admin/signing-keys.js'
@@ -33,7 +35,7 @@ export interface BuildIdentityOptions {
 export interface Identity {
   /** Login, refresh, logout, JWKS: what the gateway routes to. */
   publicApp: FastifyInstance
-  /** /admin/* and /internal/*: never routed publicly. */
+  /** /admin/*, /internal/* and /metrics: never routed publicly. */
   adminApp: FastifyInstance
   services: IdentityServices
   db: Db
@@ -69,9 +71,10 @@ export async function buildIdentity (config: IdentityConfig, options: BuildIdent
   const { events, redis } = options.events !== undefined
     ? { events: options.events, redis: null }
     : await connectEvents(config, publicApp.log)
+  const metrics = createIdentityMetrics()
   let services: IdentityServices
   try {
-    services = await createIdentityServices(config, { db, events, clock: options.clock ?? systemClock, log: publicApp.log })
+    services = await createIdentityServices(config, { db, events, clock: options.clock ?? systemClock, metrics, log: publicApp.log })
   } catch (err) {
     // A refusal at start (e.g. signing keys the configured secret cannot open) must not leave the file or Redis open.
     if (options.events === undefined) await events.close()
@@ -92,6 +95,8 @@ export async function buildIdentity (config: IdentityConfig, options: BuildIdent
     await adminApp.register(routes, { services })
   }
   await adminApp.register(healthRoutes)
+  // Admin listener only: the public one is what the gateway routes to.
+  await adminApp.register(metricsRoutes, { metrics })
 
   let closed = false
   return {

@@ -38,7 +38,7 @@ export const IDENTITY_PUBLIC_DOCUMENTATION: DocumentationOptions = {
 export const IDENTITY_ADMIN_DOCUMENTATION: DocumentationOptions = {
   title: 'Portier identity — admin and internal API',
   description: 'Users, roles, API keys, sessions and signing keys for operators (`/admin`, admin credential), ' +
-    'and what gateways call (`/internal`, service credential). Served on the admin listener only ' +
+    'what gateways call (`/internal`, service credential), and Prometheus metrics (`/metrics`, either). Served on the admin listener only ' +
     '(127.0.0.1 by default), never through the gateway. Errors are RFC 9457 `application/problem+json`.',
   securitySchemes: {
     adminCredential: { type: 'http', scheme: 'bearer', description: 'IDENTITY_ADMIN_TOKEN, as `Authorization: Bearer`.' },
@@ -48,6 +48,7 @@ export const IDENTITY_ADMIN_DOCUMENTATION: DocumentationOptions = {
   tags: [
     { name: 'users' }, { name: 'roles' }, { name: 'api-keys' }, { name: 'sessions' }, { name: 'signing-keys' },
     { name: 'internal', description: 'For gateways: key verification and the revocation feed.' },
+    { name: 'metrics', description: 'Prometheus metrics, for the admin or the service credential.' },
     { name: 'health', description: 'Liveness (no credential).' }
   ]
 }

@@ -5,8 +5,9 @@ import type { AuthEvent } from '../../common/events.js'
 import type { Db } from '../store/database.js'
 import type { ApiKeysStore, ApiKeyRecord, ApiKeySecretRecord } from '../store/api-keys-store.js'
 import { IdentityProblems } from '../errors.js'
+import type { IdentityMetrics } from '../observability/metrics.js'
 import type { Clock } from './clock.js'
-import type { PasswordHasher } from './password-hasher.js'
+import type { SecretHasher } from './password-hasher.js'
 import { normalizePermissions } from './permissions.js'
 
 const DAY_MS = 86_400_000
@@ -25,7 +26,8 @@ export type KeyVerification =
 export interface ApiKeysOptions {
   db: Db
   store: ApiKeysStore
-  hasher: PasswordHasher
+  hasher: SecretHasher
+  metrics: Pick<IdentityMetrics, 'keyVerifications'>
   events: EventBus
   clock: Clock
   maxLifetimeDays: number
@@ -50,7 +52,7 @@ function isUniqueViolation (err: unknown): boolean {
  * rotated with a grace period for the old secret, and verified for the gateway.
  */
 export function createApiKeys (options: ApiKeysOptions) {
-  const { db, store, hasher, events, clock } = options
+  const { db, store, hasher, metrics, events, clock } = options
 
   function get (id: string): ApiKeyRecord {
     const key = store.byId(id)
@@ -91,6 +93,28 @@ export function createApiKeys (options: ApiKeysOptions) {
   function secretState (secret: ApiKeySecretRecord, now: number): KeyInvalidReason | null {
     if (secret.retiredAt !== null && (secret.graceUntil ?? 0) <= now) return 'secret_retired'
     return null
+  }
+
+  /**
+   * Malformed text is refused without a database read; an unknown lookup id, a revoked,
+   * disabled or expired key or a retired secret without an argon2 run.
+   */
+  async function check (presented: string): Promise<KeyVerification> {
+    const parsed = parseApiKey(presented)
+    if (parsed === null) return { valid: false, reason: 'malformed' }
+    const secret = store.secretByLookupId(parsed.lookupId)
+    if (secret === null) return { valid: false, reason: 'unknown' }
+    const key = store.byId(secret.keyId)
+    if (key === null) return { valid: false, reason: 'unknown' }
+    const now = clock.now()
+    const state = keyState(key, now) ?? secretState(secret, now)
+    if (state !== null) return { valid: false, reason: state }
+    if (!await hasher.verify(secret.secretHash, parsed.secret)) return { valid: false, reason: 'wrong_secret' }
+    store.recordUse(key.id, secret.lookupId, clock.now())
+    const deprecation = secret.retiredAt !== null && secret.graceUntil !== null
+      ? { deprecatedAt: secret.retiredAt, sunsetAt: secret.graceUntil }
+      : null
+    return { valid: true, key: get(key.id), deprecation }
   }
 
   return {
@@ -155,26 +179,11 @@ export function createApiKeys (options: ApiKeysOptions) {
       return { key: get(id), secret: generated.key, warnings: [] }
     },
 
-    /**
-     * Verifies a presented key for the gateway. Malformed text is refused without a
-     * database read; a revoked, disabled or expired key without an argon2 run.
-     */
+    /** Verifies a presented key for the gateway, and counts the result. */
     async verify (presented: string): Promise<KeyVerification> {
-      const parsed = parseApiKey(presented)
-      if (parsed === null) return { valid: false, reason: 'malformed' }
-      const secret = store.secretByLookupId(parsed.lookupId)
-      if (secret === null) return { valid: false, reason: 'unknown' }
-      const key = store.byId(secret.keyId)
-      if (key === null) return { valid: false, reason: 'unknown' }
-      const now = clock.now()
-      const state = keyState(key, now) ?? secretState(secret, now)
-      if (state !== null) return { valid: false, reason: state }
-      if (!await hasher.verify(secret.secretHash, parsed.secret)) return { valid: false, reason: 'wrong_secret' }
-      store.recordUse(key.id, secret.lookupId, clock.now())
-      const deprecation = secret.retiredAt !== null && secret.graceUntil !== null
-        ? { deprecatedAt: secret.retiredAt, sunsetAt: secret.graceUntil }
-        : null
-      return { valid: true, key: get(key.id), deprecation }
+      const verification = await check(presented)
+      metrics.keyVerifications.inc({ result: verification.valid ? 'valid' : verification.reason })
+      return verification
     }
   }
 }

@@ -1,5 +1,6 @@
 import type { EventBus } from '../../common/event-bus.js'
 import { ACCESS_TOKEN_TTL_SECONDS, type IdentityCoreConfig } from '../config.js'
+import { createIdentityMetrics, type IdentityMetrics } from '../observability/metrics.js'
 import type { Db } from '../store/database.js'
 import { createApiKeysStore } from '../store/api-keys-store.js'
 import { createRolesStore } from '../store/roles-store.js'
@@ -11,7 +12,7 @@ import { createApiKeys, type ApiKeys } from './api-keys.js'
 import type { Clock } from './clock.js'
 import { createLogin, type Login } from './login.js'
 import { createLoginThrottle } from './login-throttle.js'
-import { createPasswordHasher } from './password-hasher.js'
+import { createArgon2Hashers } from './password-hasher.js'
 import { createRoles, type Roles } from './roles.js'
 import { createSessions, type Sessions } from './sessions.js'
 import { createSigningKeyProtection } from './signing-key-protection.js'
@@ -51,9 +52,22 @@ function secureSigningKeys (signingKeys: SigningKeys, encrypting: boolean, log: 
   if (!encrypting) log.warn('signing private keys are stored unencrypted: set IDENTITY_SIGNING_KEY_ENCRYPTION_KEY (openssl rand -hex 32) to encrypt them at rest')
 }
 
-export async function createIdentityServices (config: IdentityCoreConfig,
-  deps: { db: Db, events: EventBus, clock: Clock, log?: ServicesLog }): Promise<IdentityServices> {
+export interface IdentityServicesDeps {
+  db: Db
+  events: EventBus
+  clock: Clock
+  /**
+   * Where argon2 runs, key verifications, logins and refreshes are counted; the server
+   * passes the set it serves at /metrics. Absent (the CLI, scripts): a private set
+   * without process metrics, which nobody reads.
+   */
+  metrics?: IdentityMetrics
+  log?: ServicesLog
+}
+
+export async function createIdentityServices (config: IdentityCoreConfig, deps: IdentityServicesDeps): Promise<IdentityServices> {
   const { db, events, clock } = deps
+  const metrics = deps.metrics ?? createIdentityMetrics({ processMetrics: false })
   const usersStore = createUsersStore(db)
   const rolesStore = createRolesStore(db)
   const protection = createSigningKeyProtection({
@@ -64,7 +78,7 @@ export async function createIdentityServices (config: IdentityCoreConfig,
   })
   secureSigningKeys(signingKeys, protection.encrypting, deps.log ?? silentLog)
   await signingKeys.ensureActive()
-  const hasher = await createPasswordHasher(config.argon2)
+  const hashers = await createArgon2Hashers(config.argon2, metrics)
   const accessTokens = createAccessTokens({
     signingKeys, clock, issuer: config.issuer, audience: config.audience, ttlSeconds: ACCESS_TOKEN_TTL_SECONDS
   })
@@ -75,23 +89,25 @@ export async function createIdentityServices (config: IdentityCoreConfig,
     accessTokens,
     events,
     clock,
+    metrics,
     accessTokenTtlSeconds: ACCESS_TOKEN_TTL_SECONDS,
     refreshIdleSeconds: config.refreshIdleSeconds,
     sessionMaxSeconds: config.sessionMaxSeconds,
     refreshReuseGraceSeconds: config.refreshReuseGraceSeconds
   })
-  const users = createUsers({ db, store: usersStore, roles: rolesStore, hasher, sessions, events, clock })
+  const users = createUsers({ db, store: usersStore, roles: rolesStore, hasher: hashers.passwords, sessions, events, clock })
   const throttle = createLoginThrottle({ ...config.loginThrottle, clock })
   return {
     clock,
-    login: createLogin({ users: usersStore, userAccounts: users, hasher, sessions, throttle }),
+    login: createLogin({ users: usersStore, userAccounts: users, hasher: hashers.passwords, sessions, throttle, metrics }),
     sessions,
     users,
     roles: createRoles({ store: rolesStore, events, clock }),
     apiKeys: createApiKeys({
       db,
       store: createApiKeysStore(db),
-      hasher,
+      hasher: hashers.apiKeySecrets,
+      metrics,
       events,
       clock,
       maxLifetimeDays: config.apiKeyMaxLifetimeDays,

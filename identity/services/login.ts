@@ -1,6 +1,7 @@
 import type { UsersStore } from '../store/users-store.js'
 import { normalizeEmail } from '../store/users-store.js'
 import { IdentityProblems } from '../errors.js'
+import type { IdentityMetrics } from '../observability/metrics.js'
 import type { LoginThrottle } from './login-throttle.js'
 import type { PasswordHasher } from './password-hasher.js'
 import type { Sessions, TokenSet } from './sessions.js'
@@ -12,6 +13,7 @@ export interface LoginOptions {
   hasher: PasswordHasher
   sessions: Sessions
   throttle: LoginThrottle
+  metrics: Pick<IdentityMetrics, 'logins'>
 }
 
 export interface LoginAttempt {
@@ -29,12 +31,13 @@ export type Login = ReturnType<typeof createLogin>
  * tells which e-mails are registered.
  */
 export function createLogin (options: LoginOptions) {
-  const { users, userAccounts, hasher, sessions, throttle } = options
+  const { users, userAccounts, hasher, sessions, throttle, metrics } = options
 
   return async function login (attempt: LoginAttempt): Promise<TokenSet> {
     const email = normalizeEmail(attempt.email)
     const retryAfter = throttle.retryAfterSeconds(email, attempt.ipAddress)
     if (retryAfter > 0) {
+      metrics.logins.inc({ outcome: 'throttled' })
       throw IdentityProblems.loginThrottled([retryAfter], { headers: { 'retry-after': String(retryAfter) } })
     }
     const user = users.byEmail(email)
@@ -43,12 +46,18 @@ export function createLogin (options: LoginOptions) {
       : await hasher.verify(user.passwordHash, attempt.password)
     if (!verified || user === null) {
       throttle.recordFailure(email, attempt.ipAddress)
+      metrics.logins.inc({ outcome: 'failure' })
       throw IdentityProblems.invalidCredentials()
     }
     // Only after the password proved who is asking do we say the account is disabled.
-    if (user.disabledAt !== null) throw IdentityProblems.userDisabled()
+    if (user.disabledAt !== null) {
+      metrics.logins.inc({ outcome: 'failure' })
+      throw IdentityProblems.userDisabled()
+    }
     throttle.recordSuccess(email)
     if (hasher.needsRehash(user.passwordHash)) await userAccounts.rehash(user.id, attempt.password)
-    return await sessions.open(user.id, { ipAddress: attempt.ipAddress, userAgent: attempt.userAgent })
+    const tokenSet = await sessions.open(user.id, { ipAddress: attempt.ipAddress, userAgent: attempt.userAgent })
+    metrics.logins.inc({ outcome: 'success' })
+    return tokenSet
   }
 }

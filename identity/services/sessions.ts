@@ -5,6 +5,7 @@ import type { Db } from '../store/database.js'
 import type { SessionsStore, SessionRecord } from '../store/sessions-store.js'
 import type { UsersStore } from '../store/users-store.js'
 import { IdentityProblems } from '../errors.js'
+import type { IdentityMetrics } from '../observability/metrics.js'
 import type { AccessTokens } from './access-tokens.js'
 import type { Clock } from './clock.js'
 
@@ -28,6 +29,7 @@ export interface SessionsOptions {
   accessTokens: AccessTokens
   events: EventBus
   clock: Clock
+  metrics: Pick<IdentityMetrics, 'refreshes'>
   accessTokenTtlSeconds: number
   refreshIdleSeconds: number
   sessionMaxSeconds: number
@@ -51,7 +53,7 @@ export type Sessions = ReturnType<typeof createSessions>
  * read when they start.
  */
 export function createSessions (options: SessionsOptions) {
-  const { db, store, users, accessTokens, events, clock } = options
+  const { db, store, users, accessTokens, events, clock, metrics } = options
 
   function newRefreshToken (sessionId: string, now: number): string {
     const token = `${REFRESH_TOKEN_PREFIX}${randomBase62(REFRESH_TOKEN_SECRET_LENGTH)}`
@@ -111,6 +113,18 @@ export function createSessions (options: SessionsOptions) {
     }
   })
 
+  async function exchangeRefreshToken (bearer: string, refreshToken: string): Promise<TokenSet> {
+    const claims = await accessTokens.verify(bearer, options.refreshIdleSeconds)
+    const outcome = rotate(hashRefreshToken(refreshToken), claims.sid, clock.now())
+    if (!outcome.ok) {
+      if (outcome.revokedSession !== undefined) {
+        await announceRevoked([outcome.revokedSession.id], outcome.revokedSession.userId, 'refresh_token_reuse')
+      }
+      throw outcome.problem
+    }
+    return await tokenSet(outcome.userId, outcome.sessionId, outcome.permissions, outcome.refreshToken)
+  }
+
   const createSession = db.transaction((userId: string, ipAddress: string, userAgent: string, now: number) => {
     const id = newId('ses')
     store.insert({ id, userId, ipAddress, userAgent, createdAt: now, expiresAt: now + options.sessionMaxSeconds * 1000 })
@@ -137,15 +151,14 @@ export function createSessions (options: SessionsOptions) {
      * to the refresh idle lifetime because clients refresh around expiry.
      */
     async refresh (bearer: string, refreshToken: string): Promise<TokenSet> {
-      const claims = await accessTokens.verify(bearer, options.refreshIdleSeconds)
-      const outcome = rotate(hashRefreshToken(refreshToken), claims.sid, clock.now())
-      if (!outcome.ok) {
-        if (outcome.revokedSession !== undefined) {
-          await announceRevoked([outcome.revokedSession.id], outcome.revokedSession.userId, 'refresh_token_reuse')
-        }
-        throw outcome.problem
+      try {
+        const refreshed = await exchangeRefreshToken(bearer, refreshToken)
+        metrics.refreshes.inc({ outcome: 'success' })
+        return refreshed
+      } catch (err) {
+        metrics.refreshes.inc({ outcome: 'failure' })
+        throw err
       }
-      return await tokenSet(outcome.userId, outcome.sessionId, outcome.permissions, outcome.refreshToken)
     },
 
     /** The live session behind a valid (unexpired) access token; throws a 401 problem otherwise. */

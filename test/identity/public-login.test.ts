@@ -5,9 +5,10 @@ import { fakeClock } from '../helpers/identity.js'
 import { PROBLEM_JSON, assertJson, assertProblem, assertStatus } from '../helpers/assert.js'
 import { ADA, startWithUser as startWithAda } from '../helpers/session-setup.js'
 import { loadIdentityConfig } from '../../identity/config.js'
+import { createIdentityMetrics } from '../../identity/observability/metrics.js'
 import { createLogin } from '../../identity/services/login.js'
 import { createLoginThrottle } from '../../identity/services/login-throttle.js'
-import { createPasswordHasher, type PasswordHasher } from '../../identity/services/password-hasher.js'
+import { createArgon2Hashers, type PasswordHasher } from '../../identity/services/password-hasher.js'
 import type { Sessions, TokenSet } from '../../identity/services/sessions.js'
 import type { Users } from '../../identity/services/users.js'
 import type { UserRecord, UsersStore } from '../../identity/store/users-store.js'
@@ -196,7 +197,8 @@ t.test('security: an unknown e-mail costs the same verification as a wrong passw
       sessions: { open: async (userId: string) => { opened.push(userId); return TOKEN_SET } } as unknown as Sessions,
       throttle: createLoginThrottle({
         enabled: true, maxFailuresPerEmail: options.maxFailuresPerEmail ?? 100, maxFailuresPerIp: 100, windowSeconds: 900, clock: fakeClock()
-      })
+      }),
+      metrics: createIdentityMetrics({ processMetrics: false })
     })
     const attempt = async (email: string, password: string): Promise<unknown> =>
       await login({ email, password, ipAddress: '192.0.2.1', userAgent: 'spy' }).catch((err: unknown) => err)
@@ -258,7 +260,7 @@ t.test('security: an unknown e-mail costs the same verification as a wrong passw
     const verified: string[] = []
     argon2.verify = async (digest, plain, options) => { verified.push(digest); return await realVerify(digest, plain, options) }
     t.teardown(() => { argon2.verify = realVerify })
-    const hasher = await createPasswordHasher(config.argon2)
+    const hasher = (await createArgon2Hashers(config.argon2, createIdentityMetrics({ processMetrics: false }))).passwords
     const realHash = await hasher.hash('a real password')
     await hasher.verifyAgainstDummy('some password')
     t.equal(verified.length, 1, 'argon2.verify ran once')

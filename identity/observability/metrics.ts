@@ -1,0 +1,70 @@
+import { Counter, Registry, collectDefaultMetrics } from 'prom-client'
+import type { KeyInvalidReason } from '../services/api-keys.js'
+
+export type Argon2Operation = 'hash' | 'verify'
+/** `dummy`: the verification an unknown e-mail costs at login, and the hash it is checked against (made once at start). */
+export type Argon2Purpose = 'password' | 'api_key' | 'dummy'
+/** `valid`, or why identity refused the key. */
+export type KeyVerificationResult = 'valid' | KeyInvalidReason
+/** Of well-formed login requests. `failure`: wrong e-mail or password, or a disabled user; `throttled`: refused before any argon2 run. */
+export type LoginOutcome = 'success' | 'failure' | 'throttled'
+/**
+ * Of refresh requests with a body and a Bearer. `failure`: the Bearer is not this
+ * identity's access token, the refresh token is unknown, expired, spent or reused, or
+ * the session has ended.
+ */
+export type RefreshOutcome = 'success' | 'failure'
+
+export interface IdentityMetricsOptions {
+  /**
+   * prom-client's process and Node.js metrics (CPU, memory, event loop lag, GC); true by
+   * default. Each set keeps a GC observer and an event-loop timer for the process's
+   * life, so what is never scraped (the CLI) leaves them off.
+   */
+  processMetrics?: boolean
+}
+
+/** A counter whose label values are typed, so that only the bounded sets above can be recorded. */
+export interface LabelledCounter<L extends Record<string, string>> {
+  inc: (labels: L) => void
+}
+
+function labelledCounter<L extends Record<string, string>> (registry: Registry, name: string, help: string,
+  labelNames: ReadonlyArray<keyof L & string>): LabelledCounter<L> {
+  return new Counter({ name, help, labelNames, registers: [registry] })
+}
+
+/**
+ * Prometheus metrics (prom-client), one registry per identity instance so that two
+ * identities in one process (tests, the one-process demo) never share counters.
+ * Labels take the fixed values typed above: never an e-mail, a key id or a path.
+ *
+ * argon2 runs are what bound identity's CPU (an invalid-key flood, a login storm):
+ * watch the rate of `portier_identity_argon2_operations_total` beside
+ * `portier_identity_process_cpu_seconds_total`.
+ */
+export function createIdentityMetrics (options: IdentityMetricsOptions = {}) {
+  const registry = new Registry()
+  if (options.processMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'portier_identity_' })
+  return {
+    registry,
+    argon2Operations: labelledCounter<{ operation: Argon2Operation, purpose: Argon2Purpose }>(registry,
+      'portier_identity_argon2_operations_total',
+      'argon2id runs by operation (hash, verify) and purpose (password, api_key, dummy: the unknown-e-mail login verification, and its hash made once at start).',
+      ['operation', 'purpose']),
+    keyVerifications: labelledCounter<{ result: KeyVerificationResult }>(registry,
+      'portier_identity_key_verifications_total',
+      'API key verifications by result: valid, or why the key was refused.',
+      ['result']),
+    logins: labelledCounter<{ outcome: LoginOutcome }>(registry,
+      'portier_identity_logins_total',
+      'Password logins by outcome (success, failure, throttled).',
+      ['outcome']),
+    refreshes: labelledCounter<{ outcome: RefreshOutcome }>(registry,
+      'portier_identity_refreshes_total',
+      'Token refreshes by outcome (success, failure).',
+      ['outcome'])
+  }
+}
+
+export type IdentityMetrics = ReturnType<typeof createIdentityMetrics>
