@@ -110,6 +110,9 @@ export function createApiKeys (options: ApiKeysOptions) {
     const state = keyState(key, now) ?? secretState(secret, now)
     if (state !== null) return { valid: false, reason: state }
     if (!await hasher.verify(secret.secretHash, parsed.secret)) return { valid: false, reason: 'wrong_secret' }
+    // The argon2 run yields: a revocation or change that landed meanwhile must win.
+    const changed = keyState(get(key.id), clock.now())
+    if (changed !== null) return { valid: false, reason: changed }
     store.recordUse(key.id, secret.lookupId, clock.now())
     const deprecation = secret.retiredAt !== null && secret.graceUntil !== null
       ? { deprecatedAt: secret.retiredAt, sunsetAt: secret.graceUntil }

@@ -1,4 +1,4 @@
-import type { Db } from './database.js'
+import { commitWithoutSync, type Db } from './database.js'
 
 export interface ApiKeyRecord {
   id: string
@@ -116,9 +116,12 @@ export function createApiKeysStore (db: Db) {
       statements.retireCurrent.run({ keyId, graceUntil, now })
       statements.insertSecret.run({ ...secret, keyId, now })
     },
+    /** Use counts are bookkeeping: committed without a disk sync (see commitWithoutSync). */
     recordUse: (keyId: string, lookupId: string, now: number) => {
-      statements.recordSecretUse.run(now, lookupId)
-      statements.recordKeyUse.run(now, keyId)
+      commitWithoutSync(db, () => {
+        statements.recordSecretUse.run(now, lookupId)
+        statements.recordKeyUse.run(now, keyId)
+      })
     }
   }
 }

@@ -1,0 +1,33 @@
+import t from 'tap'
+import Database from 'better-sqlite3'
+import { startIdentity } from '../helpers/identity.js'
+
+/**
+ * A verified use is recorded at once, visible to another connection (the CLI), without
+ * a disk sync of its own; every other commit keeps synchronous=FULL.
+ */
+
+const FULL = 2
+
+t.test('a use is seen at once by another connection, and the connection stays synchronous=FULL', async (t) => {
+  const { identity, databasePath } = await startIdentity(t)
+  const { apiKeys } = identity.services
+  const created = await apiKeys.create({ name: 'bookkeeping', permissions: ['users:list'], expiresAt: null })
+  t.equal((await apiKeys.verify(created.secret)).valid, true, 'the key verifies')
+  t.equal(identity.db.pragma('synchronous', { simple: true }), FULL, 'other commits still wait for the disk')
+  const other = new Database(databasePath, { readonly: true })
+  t.teardown(() => other.close())
+  const row = other.prepare('SELECT use_count, last_used_at FROM api_key_secrets WHERE key_id = ?').get(created.key.id) as { use_count: number, last_used_at: number | null }
+  t.equal(row.use_count, 1, 'the use count is visible to another connection')
+  t.ok(row.last_used_at !== null, 'and the time of the use')
+})
+
+t.test('a revocation that lands during the argon2 run wins', async (t) => {
+  const { identity } = await startIdentity(t)
+  const { apiKeys } = identity.services
+  const created = await apiKeys.create({ name: 'raced', permissions: ['users:list'], expiresAt: null })
+  const verifying = apiKeys.verify(created.secret) // suspended in argon2
+  await apiKeys.revoke(created.key.id)
+  t.same(await verifying, { valid: false, reason: 'revoked' }, 'the verification started before the revocation is refused')
+  t.equal(apiKeys.secretsOf(created.key.id)[0]?.useCount, 0, 'and is not counted as a use')
+})
