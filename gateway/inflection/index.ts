@@ -1,6 +1,6 @@
 import { keyConverter } from './key-converter.js'
 import type { KeyCase } from './styles.js'
-import { inflectKeys } from './transform.js'
+import { inflectOwnedKeys } from './transform.js'
 
 export { ALLOWED_INFLECTION_VALUES, KEY_CASES, isKeyCase, parseInflectionHeader } from './styles.js'
 export type { InflectionRequest, KeyCase } from './styles.js'
@@ -8,7 +8,7 @@ export { convertKey, splitKey } from './convert-key.js'
 export type { KeyWords } from './convert-key.js'
 export { DEFAULT_MEMO_MAX_ENTRIES, MEMO_MAX_KEY_LENGTH, createKeyConverter, keyConverter } from './key-converter.js'
 export type { KeyConverter, KeyConverterOptions } from './key-converter.js'
-export { DEFAULT_MAX_DEPTH, InflectionDepthError, inflectKeys } from './transform.js'
+export { DEFAULT_MAX_DEPTH, InflectionDepthError, inflectKeys, inflectOwnedKeys } from './transform.js'
 export type { InflectOptions } from './transform.js'
 
 /**
@@ -18,5 +18,5 @@ export type { InflectOptions } from './transform.js'
  */
 export function inflectJsonText (text: string, style: KeyCase, maxDepth?: number): string {
   const options = maxDepth === undefined ? {} : { maxDepth }
-  return JSON.stringify(inflectKeys(JSON.parse(text), keyConverter(style), options))
+  return JSON.stringify(inflectOwnedKeys(JSON.parse(text), keyConverter(style), options))
 }

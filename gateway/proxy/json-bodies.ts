@@ -3,7 +3,7 @@ import { brotliDecompress, gunzip, inflate } from 'node:zlib'
 import type { Readable } from 'node:stream'
 import { CommonProblems } from '../../common/problem.js'
 import { GatewayProblems } from '../errors.js'
-import { InflectionDepthError, inflectKeys, keyConverter, type KeyCase } from '../inflection/index.js'
+import { InflectionDepthError, inflectOwnedKeys, keyConverter, type KeyCase } from '../inflection/index.js'
 
 const JSON_CONTENT_TYPE = /^application\/(?:[\w.+-]+\+)?json(?:\s*;|$)/i
 
@@ -62,7 +62,8 @@ function inflectText (text: string, style: KeyCase, maxDepth: number, problems: 
     throw problems.badJson()
   }
   try {
-    return JSON.stringify(inflectKeys(parsed, keyConverter(style), { maxDepth }))
+    // `parsed` is ours alone: it may be converted in place.
+    return JSON.stringify(inflectOwnedKeys(parsed, keyConverter(style), { maxDepth }))
   } catch (err) {
     if (err instanceof InflectionDepthError) throw problems.tooDeep()
     throw err

@@ -49,6 +49,11 @@ export async function startRedis (t: { teardown: (fn: () => unknown) => void }):
     const url = process.env.REDIS_URL
     return { url, private: false, stop: async () => {}, restart: async () => {} }
   }
+  return await startPrivateRedis(t)
+}
+
+/** A private `redis-server` on a free loopback port, whatever REDIS_URL says (the benchmark wants its own). */
+export async function startPrivateRedis (t: { teardown: (fn: () => unknown) => void }): Promise<TestRedis> {
   const port = await freePort()
   const url = `redis://127.0.0.1:${port}`
   let child: ChildProcess | null = null

@@ -1,0 +1,33 @@
+import type { LoadRun } from '../report/types.js'
+
+/** What one load run sends; the worker process runs it with autocannon. */
+export interface LoadJob {
+  url: string
+  method: 'GET' | 'POST'
+  headers: Record<string, string>
+  body?: string
+  connections: number
+  durationSeconds: number
+  /** Send this many requests instead of running for `durationSeconds` (a warm-up pass). */
+  amount?: number
+  /**
+   * Each request carries one of these values in header `name`, picked at random
+   * (or in turn, `sequential`): traffic over many API keys. With one value it costs
+   * the client the same per request as with many.
+   */
+  rotateHeader?: { name: string, values: string[], sequential?: boolean }
+  /**
+   * Refresh chains: `POST /tokens` (Bearer access token, refresh token in the body)
+   * rotates the set, so each request sends a live set and its answer's set is sent
+   * next. At least one per connection.
+   */
+  refreshTokens?: TokenSet[]
+}
+
+export interface TokenSet { access_token: string, refresh_token: string }
+
+/** A run's numbers plus answers by status code (what scenarios check). */
+export interface LoadOutcome extends LoadRun {
+  statusCounts: Record<string, number>
+  totalRequests: number
+}

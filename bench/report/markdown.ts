@@ -1,0 +1,264 @@
+import type { BenchResult, FloodResult, IdentityRates, MemoryResult, MicroResult, ScenarioResult, VariantResult } from './types.js'
+import {
+  describeLoad, describeMachine, formatCount, formatElapsed, formatMBps, formatMiB, formatMs, formatNumber,
+  formatRate, formatRatio, formatSignedMs, formatSlowRate, NOT_A_NUMBER, utcDate, utcTime
+} from './format.js'
+
+/**
+ * The Markdown report of one bench run (`bench/results/<date>.md`), drawn only from
+ * the `BenchResult`. Pure: no I/O, same input, same text.
+ *
+ * Every text that comes from the result (titles, labels, notes, machine strings) is
+ * treated as Markdown inline text whose only markup is code spans (the issue writes
+ * `GET /users` in backticks): code spans are kept, everything else is escaped, so a
+ * title with `<`, `&`, `*` or `|` cannot break the table or inject HTML.
+ */
+
+export interface MarkdownOptions {
+  /** Path of the SVG chart relative to the Markdown file; the chart is embedded when given. */
+  chartPath?: string
+}
+
+export const MET_MARK = '✅'
+export const MISSED_MARK = '❌'
+export const REPORTED_MARK = 'reported'
+
+// The issue's targets for the parts whose result carries no target text of its own.
+const FLOOD_TARGET = 'argon2 verifications/s never more than the negative cache allows'
+const IDENTITY_TARGET = 'refreshes/s ≥ 20 × logins/s'
+const MEMORY_TARGET = 'final RSS ≤ 1.5 × warm-up RSS'
+const MICRO_TARGET = 'inflect + stringify of a parsed body costs ≤ 1.3 × parse + stringify (cost ratio)'
+
+export function metMark (met: boolean | null): string {
+  if (met === null) return REPORTED_MARK
+  return met ? MET_MARK : MISSED_MARK
+}
+
+/** Escapes Markdown outside code spans (see the module comment); `|` is escaped everywhere for table cells. */
+export function markdownInline (text: string): string {
+  // odd indices of the split are complete code spans, left as written
+  const parts = text.replace(/\s*\r?\n\s*/g, ' ').split(/(`[^`]+`)/)
+  return parts.map((part, index) => index % 2 === 1
+    ? part.replaceAll('|', '\\|')
+    : part
+      .replace(/[\\`*_[\]~|#]/g, '\\$&')
+      .replaceAll('&', '&amp;')
+      .replaceAll('<', '&lt;')
+      .replaceAll('>', '&gt;')
+  ).join('')
+}
+
+/** A GFM table; `align` per column: 'l' or 'r' (numbers). Cells are already escaped. */
+function table (header: string[], align: Array<'l' | 'r'>, rows: string[][]): string {
+  const line = (cells: string[]): string => `| ${cells.join(' | ')} |`
+  return [
+    line(header),
+    line(align.map((side) => side === 'r' ? '---:' : '---')),
+    ...rows.map(line)
+  ].join('\n')
+}
+
+function variantById (scenario: ScenarioResult, id: string): VariantResult | undefined {
+  return scenario.variants.find((variant) => variant.id === id)
+}
+
+/** What the report says when no load scenario ran. */
+export const NO_SCENARIOS = '_No load scenario ran._'
+
+/**
+ * The main table, one row per scenario: the judged candidate against the target's
+ * `against` variant. Shared by the report and the README summary.
+ */
+export function renderMainTable (result: BenchResult): string {
+  if (result.scenarios.length === 0) return NO_SCENARIOS
+  const rows = result.scenarios.map((scenario) => {
+    const candidate = variantById(scenario, scenario.candidate)
+    const baseline = variantById(scenario, scenario.target.against)
+    const p99 = candidate === undefined || baseline === undefined
+      ? NOT_A_NUMBER
+      : `${formatMs(candidate.median.p99Ms)} / ${formatMs(baseline.median.p99Ms)} (${formatSignedMs(scenario.p99ExcessMs)})`
+    return [
+      markdownInline(scenario.title),
+      candidate === undefined ? NOT_A_NUMBER : formatRate(candidate.median.requestsPerSecond),
+      baseline === undefined ? NOT_A_NUMBER : formatRate(baseline.median.requestsPerSecond),
+      formatRatio(scenario.throughputRatio),
+      markdownInline(scenario.target.description),
+      p99,
+      metMark(scenario.met)
+    ]
+  })
+  return table(
+    ['scenario', 'candidate req/s', 'baseline req/s', 'ratio', 'target', 'p99 candidate / baseline ms (excess)', 'met'],
+    ['l', 'r', 'r', 'r', 'l', 'r', 'l'],
+    rows
+  )
+}
+
+/** One sentence naming the run and the machine, e.g. for the README. */
+export function describeRun (result: BenchResult): string {
+  return `${utcDate(result.startedAt)}, ${result.settings.mode} run (${describeLoad(result.settings)}) on ${describeMachine(result.machine)}`
+}
+
+function renderHeading (result: BenchResult): string {
+  const { settings } = result
+  return [
+    `# Portier benchmark, ${utcDate(result.startedAt)} (${settings.mode} run)`,
+    '',
+    `Started ${utcDate(result.startedAt)} ${utcTime(result.startedAt)} UTC, took ${formatElapsed(result)}.`,
+    '',
+    `- **Machine:** ${markdownInline(describeMachine(result.machine))}`,
+    `- **Settings:** ${describeLoad(settings)}; every figure is the median of ${settings.rounds} alternating rounds (baseline, candidate, baseline, …)`,
+    `- **Keys:** ${formatCount(settings.keysInIdentity)} in identity, ${formatCount(settings.distinctKeysInTraffic)} distinct in traffic`
+  ].join('\n')
+}
+
+/** A link destination: spaces and brackets percent-encoded so any file name stays one destination. */
+export function markdownLinkDestination (path: string): string {
+  return path.replace(/[ ()<>]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`)
+}
+
+function renderVariantTable (scenarios: ScenarioResult[]): string {
+  const rows: string[][] = []
+  for (const scenario of scenarios) {
+    scenario.variants.forEach((variant, index) => {
+      const rates = variant.rounds.map((round) => round.requestsPerSecond)
+      const range = rates.length === 0 ? NOT_A_NUMBER : `${formatRate(Math.min(...rates))}–${formatRate(Math.max(...rates))}`
+      rows.push([
+        index === 0 ? markdownInline(scenario.title) : '',
+        `${markdownInline(variant.label)} (${markdownInline(`\`${variant.id}\``)})`,
+        variant.role,
+        formatRate(variant.median.requestsPerSecond),
+        range,
+        formatMs(variant.median.p50Ms),
+        formatMs(variant.median.p99Ms),
+        formatCount(variant.median.non2xx),
+        formatCount(variant.median.errors),
+        formatCount(variant.median.timeouts)
+      ])
+    })
+  }
+  return [
+    '## Every variant',
+    '',
+    'Medians over the rounds; the range shows how far the rounds spread.',
+    '',
+    table(
+      ['scenario', 'variant', 'role', 'median req/s', 'rounds req/s (min–max)', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'timeouts'],
+      ['l', 'l', 'l', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
+      rows
+    )
+  ].join('\n')
+}
+
+/** Scenario notes, plus a warning for every variant whose rounds saw a non-2xx, an error or a timeout. */
+function renderNotes (scenarios: ScenarioResult[]): string {
+  const lines: string[] = []
+  for (const scenario of scenarios) {
+    for (const note of scenario.notes) lines.push(`- ${markdownInline(scenario.title)}: ${markdownInline(note)}`)
+    for (const variant of scenario.variants) {
+      const sum = (field: 'non2xx' | 'errors' | 'timeouts'): number => variant.rounds.reduce((total, round) => total + round[field], 0)
+      const [non2xx, errors, timeouts] = [sum('non2xx'), sum('errors'), sum('timeouts')]
+      if (non2xx + errors + timeouts === 0) continue
+      lines.push(`- ⚠ ${markdownInline(scenario.title)}: ${markdownInline(variant.label)} saw ` +
+        `${formatCount(non2xx)} non-2xx, ${formatCount(errors)} errors, ${formatCount(timeouts)} timeouts over ${variant.rounds.length} rounds`)
+    }
+  }
+  return lines.length === 0 ? '' : ['## Notes', '', ...lines].join('\n')
+}
+
+function renderFlood (flood: FloodResult | null): string {
+  if (flood === null) return ''
+  return [
+    '## Invalid-key flood',
+    '',
+    `Random well-formed keys: ${formatCount(flood.distinctKeys)} distinct, ${formatCount(flood.unknownIds)} of them with lookup ids identity does not know; ` +
+      `${formatNumber(flood.durationSeconds, 0)} s at ${formatRate(flood.requestsPerSecond)} req/s.`,
+    '',
+    table(
+      ['non-401 answers', 'identity verifications/s', 'argon2 verifications/s', 'allowed by the negative cache /s', 'identity CPU (cores)', 'target', 'met'],
+      ['r', 'r', 'r', 'r', 'r', 'l', 'l'],
+      [[
+        formatCount(flood.non401),
+        formatSlowRate(flood.identityVerificationsPerSecond),
+        formatSlowRate(flood.argon2VerificationsPerSecond),
+        formatSlowRate(flood.allowedVerificationsPerSecond),
+        formatRatio(flood.identityCpuCores),
+        FLOOD_TARGET,
+        metMark(flood.met)
+      ]]
+    )
+  ].join('\n')
+}
+
+function renderIdentity (identity: IdentityRates | null): string {
+  if (identity === null) return ''
+  const { memoryKiB, timeCost, parallelism } = identity.argon2
+  return [
+    '## Login and refresh',
+    '',
+    `\`POST /sessions\` (argon2id, ${formatCount(memoryKiB)} KiB, t=${timeCost}, p=${parallelism}) against \`POST /tokens\`.`,
+    '',
+    table(
+      ['logins/s', 'refreshes/s', 'refreshes / logins', 'target', 'met'],
+      ['r', 'r', 'r', 'l', 'l'],
+      [[formatSlowRate(identity.loginsPerSecond), formatSlowRate(identity.refreshesPerSecond), formatRatio(identity.ratio), IDENTITY_TARGET, metMark(identity.met)]]
+    )
+  ].join('\n')
+}
+
+function renderMemory (memory: MemoryResult | null): string {
+  if (memory === null) return ''
+  return [
+    '## Gateway memory',
+    '',
+    table(
+      ['warm-up RSS MiB', 'final RSS MiB', 'peak RSS MiB', 'final / warm-up', 'target', 'met'],
+      ['r', 'r', 'r', 'r', 'l', 'l'],
+      [[formatMiB(memory.warmupRssMiB), formatMiB(memory.finalRssMiB), formatMiB(memory.peakRssMiB), formatRatio(memory.ratio), MEMORY_TARGET, metMark(memory.met)]]
+    )
+  ].join('\n')
+}
+
+function renderMicro (micro: MicroResult[]): string {
+  if (micro.length === 0) return ''
+  return [
+    '## Inflection micro-benchmark',
+    '',
+    `No network; MB/s of input body. Target: ${MICRO_TARGET}.`,
+    '',
+    table(
+      ['size', 'style', 'parse + stringify MB/s', 'parse + inflect + stringify MB/s', 'cost ratio', 'met'],
+      ['l', 'l', 'r', 'r', 'r', 'l'],
+      micro.map((row) => [
+        markdownInline(row.size),
+        markdownInline(row.style),
+        formatMBps(row.parseStringifyMBps),
+        formatMBps(row.inflectMBps),
+        formatRatio(row.costRatio),
+        metMark(row.met)
+      ])
+    )
+  ].join('\n')
+}
+
+function renderSkipped (skipped: string[]): string {
+  if (skipped.length === 0) return ''
+  return ['## Skipped', '', ...skipped.map((line) => `- ${markdownInline(line)}`)].join('\n')
+}
+
+/** The full Markdown report of `result`; ends with a newline. */
+export function renderMarkdown (result: BenchResult, options: MarkdownOptions = {}): string {
+  const sections = [
+    renderHeading(result),
+    options.chartPath === undefined ? '' : `![throughput and p99 per scenario](${markdownLinkDestination(options.chartPath)})`,
+    `## Scenarios\n\n${renderMainTable(result)}`,
+    result.scenarios.length === 0 ? '' : renderVariantTable(result.scenarios),
+    renderNotes(result.scenarios),
+    renderFlood(result.flood),
+    renderIdentity(result.identity),
+    renderMemory(result.memory),
+    renderMicro(result.micro),
+    renderSkipped(result.skipped)
+  ]
+  return `${sections.filter((section) => section !== '').join('\n\n')}\n`
+}

@@ -1,0 +1,140 @@
+/**
+ * The shape of `bench/results/<date>.json`: everything the Markdown table, the SVG
+ * chart and the README summary are drawn from. One file per run; nothing else is read.
+ */
+
+/** One load run of one variant (autocannon summary, reduced). */
+export interface LoadRun {
+  requestsPerSecond: number
+  p50Ms: number
+  p99Ms: number
+  /** Answers outside 2xx: a scenario that expects 2xx treats any as a harness error. */
+  non2xx: number
+  errors: number
+  timeouts: number
+}
+
+/** A process under test or a baseline, measured in every round of its scenario. */
+export interface VariantResult {
+  /** Stable id, e.g. `bare`, `gateway-key`, `nginx`. */
+  id: string
+  /** What a reader sees, e.g. "gateway, API key". */
+  label: string
+  role: 'baseline' | 'candidate' | 'reference'
+  rounds: LoadRun[]
+  /** Median of each field over the rounds. */
+  median: LoadRun
+}
+
+export interface Target {
+  /** The issue's wording, e.g. "≥ 0.90 × bare proxy; p99 ≤ bare p99 + 1 ms". */
+  description: string
+  /** Variant id the ratio is taken against. */
+  against: string
+  /** Least throughput ratio candidate / against; absent: reported only. */
+  minThroughputRatio?: number
+  /** Largest p99 excess over `against`, in ms; absent: not a target. */
+  maxP99ExcessMs?: number
+}
+
+export interface ScenarioResult {
+  id: string
+  title: string
+  /** What the load sends: method, path, credential, concurrency. */
+  request: string
+  variants: VariantResult[]
+  /** Candidate variant id whose ratio the target judges. */
+  candidate: string
+  target: Target
+  /** candidate.median.requestsPerSecond / against.median.requestsPerSecond */
+  throughputRatio: number
+  /** candidate.median.p99Ms - against.median.p99Ms */
+  p99ExcessMs: number
+  /** null: the scenario reports numbers without a pass/fail target. */
+  met: boolean | null
+  notes: string[]
+}
+
+export interface MicroResult {
+  /** Body size label: "1 KB", "100 KB", "10 MB". */
+  size: string
+  bytes: number
+  /** Key style the body was inflected to, e.g. "camel". */
+  style: string
+  /** JSON.parse + JSON.stringify of the body, MB/s of input. */
+  parseStringifyMBps: number
+  /** JSON.parse + inflect + JSON.stringify, MB/s of input. */
+  inflectMBps: number
+  /** (transform + stringify time) / (parse + stringify time); target ≤ 1.3. */
+  costRatio: number
+  met: boolean
+}
+
+export interface FloodResult {
+  /** Distinct well-formed keys cycled by the flood; `unknownIds` of them with lookup ids identity does not know. */
+  distinctKeys: number
+  unknownIds: number
+  durationSeconds: number
+  requestsPerSecond: number
+  /** Every flood answer must be 401; anything else is counted here. */
+  non401: number
+  identityVerificationsPerSecond: number
+  argon2VerificationsPerSecond: number
+  /** What the negative cache allows: distinct keys per negative-cache TTL, per second (first sight of each included). */
+  allowedVerificationsPerSecond: number
+  /** Identity's CPU time over the flood divided by its wall time (1 = one core). */
+  identityCpuCores: number
+  met: boolean
+}
+
+export interface IdentityRates {
+  loginsPerSecond: number
+  refreshesPerSecond: number
+  /** refreshes / logins; target ≥ 20. */
+  ratio: number
+  argon2: { memoryKiB: number, timeCost: number, parallelism: number }
+  met: boolean
+}
+
+export interface MemoryResult {
+  warmupRssMiB: number
+  finalRssMiB: number
+  peakRssMiB: number
+  /** final / warm-up; target ≤ 1.5. */
+  ratio: number
+  met: boolean
+}
+
+export interface MachineInfo {
+  cpuModel: string
+  cores: number
+  memoryGiB: number
+  os: string
+  node: string
+  redis: string
+  nginx: string | null
+}
+
+export interface BenchSettings {
+  mode: 'quick' | 'full'
+  durationSeconds: number
+  rounds: number
+  connections: number
+  keysInIdentity: number
+  distinctKeysInTraffic: number
+}
+
+export interface BenchResult {
+  version: 1
+  startedAt: string
+  finishedAt: string
+  machine: MachineInfo
+  settings: BenchSettings
+  scenarios: ScenarioResult[]
+  micro: MicroResult[]
+  flood: FloodResult | null
+  identity: IdentityRates | null
+  memory: MemoryResult | null
+  /** One line per part that did not run, saying why (e.g. nginx absent). */
+  skipped: string[]
+}

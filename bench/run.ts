@@ -1,0 +1,186 @@
+import { execFile } from 'node:child_process'
+import { readFile, writeFile } from 'node:fs/promises'
+import { relative, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import { Command, InvalidArgumentError } from 'commander'
+import { findOrInstallNginx } from './baselines/nginx.js'
+import { LoadDriver } from './load/driver.js'
+import { describeMachine } from './machine.js'
+import { memoryOf } from './processes/proc-stats.js'
+import { formatRun } from './rounds.js'
+import type { BenchResult, MemoryResult, MicroResult } from './report/types.js'
+import { renderReadmeSummary, replaceReadmeBlock } from './report/summary.js'
+import { LATEST_NAME, writeReports } from './report/write.js'
+import { login, type BenchContext } from './scenarios/context.js'
+import { flood } from './scenarios/flood.js'
+import { identityRates } from './scenarios/identity-rates.js'
+import { manyKeys } from './scenarios/many-keys.js'
+import { manyRoutes } from './scenarios/many-routes.js'
+import { proxyOverhead } from './scenarios/proxy-overhead.js'
+import { defaultSettings, type RunSettings } from './settings.js'
+import { startStack, type Stack } from './stack.js'
+import { BENCH_PATH } from './upstreams.js'
+
+const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url))
+/** Gateway RSS after the run may be at most this times its RSS after the warm-up. */
+const MAX_RSS_GROWTH = 1.5
+
+interface Flags {
+  quick: boolean
+  duration?: number
+  rounds?: number
+  warmup?: number
+  connections?: number
+  keys?: number
+  trafficKeys?: number
+  nginx: boolean
+  nginxInstall: boolean
+  out: string
+  readme: boolean
+}
+
+function positive (integer: boolean) {
+  return (value: string): number => {
+    const n = Number(value)
+    if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) throw new InvalidArgumentError(`must be a positive ${integer ? 'integer' : 'number'}.`)
+    return n
+  }
+}
+
+function parseFlags (): Flags {
+  return new Command('bench')
+    .description('Portier benchmark: throughput, latency and memory against a bare proxy and nginx, on this machine.')
+    .option('--quick', 'smoke run: 2 short rounds, fewer keys (under 2 minutes)', false)
+    .option('--duration <seconds>', 'length of one load run', positive(false))
+    .option('--rounds <n>', 'alternating rounds per scenario (figures are medians)', positive(true))
+    .option('--warmup <seconds>', 'unrecorded warm-up run per variant', positive(false))
+    .option('--connections <n>', 'concurrent connections of the load generator', positive(true))
+    .option('--keys <n>', 'API keys seeded in identity for the many-keys scenario', positive(true))
+    .option('--traffic-keys <n>', 'distinct keys in the many-keys traffic', positive(true))
+    .option('--no-nginx', 'leave out the nginx reference')
+    .option('--no-nginx-install', 'do not install nginx with apt-get when it is absent')
+    .option('--out <dir>', 'where results are written', 'bench/results')
+    .option('--readme', 'replace the results block of README.md with this run\'s table', false)
+    .parse()
+    .opts<Flags>()
+}
+
+function settingsFrom (flags: Flags): RunSettings {
+  const base = defaultSettings(flags.quick)
+  return {
+    ...base,
+    durationSeconds: flags.duration ?? base.durationSeconds,
+    rounds: flags.rounds ?? base.rounds,
+    warmupSeconds: flags.warmup ?? base.warmupSeconds,
+    connections: flags.connections ?? base.connections,
+    keysInIdentity: flags.keys ?? base.keysInIdentity,
+    distinctKeysInTraffic: Math.min(flags.trafficKeys ?? base.distinctKeysInTraffic, flags.keys ?? base.keysInIdentity)
+  }
+}
+
+const startedAt = Date.now()
+function say (line: string): void {
+  process.stdout.write(`[${((Date.now() - startedAt) / 1000).toFixed(0).padStart(4)} s] ${line}\n`)
+}
+
+/** Every kind of gateway traffic once, before the RSS the final one is compared with. */
+async function warmGateway (ctx: BenchContext, seconds: number): Promise<void> {
+  const { stack } = ctx
+  const url = stack.gateway.url + BENCH_PATH
+  const key = { 'x-api-key': stack.accounts.apiKey }
+  const kinds: Array<Record<string, string>> = [key, { ...key, 'x-api-inflection': 'camel' }, { authorization: `Bearer ${(await login(stack)).access_token}` }]
+  for (const headers of kinds) {
+    const outcome = await ctx.driver.run({ url, method: 'GET', headers, connections: ctx.connections, durationSeconds: seconds })
+    say(`  warm-up: ${formatRun(outcome)}`)
+  }
+}
+
+/** The inflection micro-benchmark, in its own process (no server shares its CPU). */
+async function runMicro (quick: boolean): Promise<MicroResult[]> {
+  const { stdout } = await promisify(execFile)(process.execPath, [fileURLToPath(new URL('./micro/inflection.js', import.meta.url)), '--json', ...(quick ? ['--quick'] : [])], { maxBuffer: 16 * 1024 * 1024 })
+  return JSON.parse(stdout) as MicroResult[]
+}
+
+function memoryVerdict (warmupRssMiB: number, stack: Stack): MemoryResult {
+  const { rssMiB, peakRssMiB } = memoryOf(stack.gateway.pid)
+  const ratio = rssMiB / warmupRssMiB
+  return { warmupRssMiB, finalRssMiB: rssMiB, peakRssMiB, ratio, met: ratio <= MAX_RSS_GROWTH }
+}
+
+async function main (): Promise<void> {
+  const flags = parseFlags()
+  const settings = settingsFrom(flags)
+  const skipped: string[] = []
+  say(`portier bench, ${settings.mode}: ${settings.rounds} rounds of ${settings.durationSeconds} s, ${settings.connections} connections`)
+  let nginxBinary: string | null = null
+  if (!flags.nginx) skipped.push('nginx reference: left out (--no-nginx)')
+  else {
+    const found = await findOrInstallNginx(flags.nginxInstall, say)
+    if ('binary' in found) nginxBinary = found.binary
+    else {
+      skipped.push(`nginx reference: ${found.absent}`)
+      say(`skipping the nginx reference: ${found.absent}`)
+    }
+  }
+  const stack = await startStack({
+    manyKeys: settings.keysInIdentity, trafficKeys: settings.distinctKeysInTraffic, nginx: nginxBinary, mockUsers: settings.mockUsers, say
+  })
+  const driver = new LoadDriver()
+  const result: Partial<BenchResult> = {}
+  try {
+    const ctx: BenchContext = {
+      stack, driver, connections: settings.connections, say,
+      rounds: { rounds: settings.rounds, durationSeconds: settings.durationSeconds, warmupSeconds: settings.warmupSeconds, say }
+    }
+    say('[1/6] gateway warm-up')
+    await warmGateway(ctx, Math.max(settings.warmupSeconds, settings.durationSeconds / 2))
+    const warmupRssMiB = memoryOf(stack.gateway.pid).rssMiB
+    say(`  gateway RSS after warm-up: ${warmupRssMiB.toFixed(1)} MiB`)
+    say('[2/6] proxy overhead')
+    const scenarios = await proxyOverhead(ctx)
+    say('[3/6] many keys')
+    scenarios.push(await manyKeys(ctx, { keysInIdentity: settings.keysInIdentity }))
+    say('[4/6] many routes')
+    scenarios.push(await manyRoutes(ctx))
+    say('[5/6] invalid-key flood')
+    result.flood = await flood(ctx, settings.flood)
+    say('[6/6] logins and refreshes')
+    result.identity = await identityRates(ctx)
+    result.memory = memoryVerdict(warmupRssMiB, stack)
+    say(`  gateway RSS: ${result.memory.finalRssMiB.toFixed(1)} MiB after the run, peak ${result.memory.peakRssMiB.toFixed(1)} MiB`)
+    result.scenarios = scenarios
+    result.machine = await describeMachine(stack.nginxVersion)
+  } finally {
+    await driver.close()
+    await stack.close()
+  }
+  say('inflection micro-benchmark')
+  const micro = await runMicro(flags.quick)
+  const { warmupSeconds: _w, flood: _f, mockUsers: _m, ...reported } = settings
+  const complete: BenchResult = {
+    version: 1,
+    startedAt: new Date(startedAt).toISOString(),
+    finishedAt: new Date().toISOString(),
+    machine: result.machine as BenchResult['machine'],
+    settings: reported,
+    scenarios: result.scenarios ?? [],
+    micro,
+    flood: result.flood ?? null,
+    identity: result.identity ?? null,
+    memory: result.memory ?? null,
+    skipped
+  }
+  const written = await writeReports(complete, flags.out)
+  say(`results: ${written.json}, ${written.markdown}, ${written.svg}`)
+  for (const s of complete.scenarios) say(`  ${s.met === null ? '·' : s.met ? 'met   ' : 'MISSED'} ${s.title}: ${s.throughputRatio.toFixed(2)}× (${s.target.description})`)
+  if (flags.readme) {
+    const readmePath = `${REPO_ROOT}README.md`
+    const latest = (ext: string): string => relative(REPO_ROOT, resolve(flags.out, `${LATEST_NAME}.${ext}`))
+    const block = renderReadmeSummary(complete, { markdown: latest('md'), chart: latest('svg') })
+    await writeFile(readmePath, replaceReadmeBlock(await readFile(readmePath, 'utf8'), block))
+    say('README.md results block replaced')
+  }
+}
+
+await main()
