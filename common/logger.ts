@@ -1,4 +1,5 @@
 import type { FastifyServerOptions } from 'fastify'
+import { stdoutLogDestination } from './log-destination.js'
 
 /**
  * Paths pino replaces with "[redacted]" wherever they appear in a logged object.
@@ -30,7 +31,7 @@ export const REDACTED_PATHS = [
 
 export interface LoggerOptions {
   level: string
-  /** Where log lines go; tests pass a stream to read them. Defaults to stdout. */
+  /** Where log lines go; tests pass a stream to read them. Defaults to stdout, in batches. */
   stream?: NodeJS.WritableStream
   name: string
 }
@@ -41,7 +42,7 @@ export function loggerOptions (options: LoggerOptions): FastifyServerOptions['lo
     level: options.level,
     name: options.name,
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
-    ...(options.stream !== undefined ? { stream: options.stream } : {}),
+    stream: options.stream ?? stdoutLogDestination(),
     serializers: {
       // Only these three members, whatever was passed: never headers or a body.
       req: (req: { method?: unknown, url?: unknown, id?: unknown }) =>

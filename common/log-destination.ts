@@ -1,0 +1,24 @@
+import { pino } from 'pino'
+
+/** Log lines are held until this many bytes are waiting… */
+const BATCH_BYTES = 4_096
+/** …or this long has passed, so that a quiet service's lines are not held back. */
+const FLUSH_INTERVAL_MS = 250
+
+let stdout: pino.DestinationStream | null = null
+
+/**
+ * stdout for every logger of this process, written in batches. One line per request
+ * written on its own cost the gateway a system call per request (a seventh of its CPU
+ * time per proxied request in the benchmark's profile); batched, lines reach stdout at
+ * most FLUSH_INTERVAL_MS late, and pino writes what is left when the process exits.
+ * One shared destination keeps the lines of several apps in one process in order.
+ */
+export function stdoutLogDestination (): pino.DestinationStream {
+  if (stdout === null) {
+    const destination = pino.destination({ dest: 1, minLength: BATCH_BYTES, sync: false })
+    setInterval(() => { destination.flush() }, FLUSH_INTERVAL_MS).unref()
+    stdout = destination
+  }
+  return stdout
+}
