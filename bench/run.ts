@@ -38,6 +38,7 @@ interface Flags {
   nginxInstall: boolean
   out: string
   readme: boolean
+  cpuProf?: string
 }
 
 function positive (integer: boolean) {
@@ -62,6 +63,7 @@ function parseFlags (): Flags {
     .option('--no-nginx-install', 'do not install nginx with apt-get when it is absent')
     .option('--out <dir>', 'where results are written', 'bench/results')
     .option('--readme', 'replace the results block of README.md with this run\'s table', false)
+    .option('--cpu-prof <dir>', 'write a CPU profile of each gateway and of the bare proxy to <dir> (summarise: node dist/bench/profile-summary.js <file>)')
     .parse()
     .opts<Flags>()
 }
@@ -124,7 +126,12 @@ async function main (): Promise<void> {
     }
   }
   const stack = await startStack({
-    manyKeys: settings.keysInIdentity, trafficKeys: settings.distinctKeysInTraffic, nginx: nginxBinary, mockUsers: settings.mockUsers, say
+    manyKeys: settings.keysInIdentity,
+    trafficKeys: settings.distinctKeysInTraffic,
+    nginx: nginxBinary,
+    mockUsers: settings.mockUsers,
+    ...(flags.cpuProf !== undefined ? { cpuProfileDir: resolve(flags.cpuProf) } : {}),
+    say
   })
   const driver = new LoadDriver()
   const result: Partial<BenchResult> = {}

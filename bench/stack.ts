@@ -14,12 +14,20 @@ import { writeUpstreamsFile } from './upstreams.js'
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const built = (entry: string): string => join(REPO_ROOT, 'dist', entry)
 
+/** node's arguments for a Node service: its entry, after --cpu-prof when profiling. */
+function nodeArgs (entry: string, name: string, profileDir: string | undefined): string[] {
+  const profiling = profileDir !== undefined ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', `${name}.cpuprofile`] : []
+  return [...profiling, built(entry)]
+}
+
 export interface StackOptions {
   manyKeys: number
   trafficKeys: number
   /** The nginx binary, or null to run without the nginx reference. */
   nginx: string | null
   mockUsers: number
+  /** Write a V8 CPU profile of each gateway and of the bare proxy here when they exit (node --cpu-prof). */
+  cpuProfileDir?: string
   say: (line: string) => void
 }
 
@@ -109,7 +117,10 @@ export async function startStack (options: StackOptions): Promise<Stack> {
       const port = await freePort()
       const upstreamsFile = await writeUpstreamsFile(join(dir, `${name}.json`), mock.url, routes)
       const gateway = await startService({
-        name, command: process.execPath, args: [built('gateway/server.js')], env: gatewayEnv(port, upstreamsFile), url: `http://127.0.0.1:${port}`, readyPath: '/readyz'
+        name,
+        command: process.execPath,
+        args: nodeArgs('gateway/server.js', name, options.cpuProfileDir),
+        env: gatewayEnv(port, upstreamsFile), url: `http://127.0.0.1:${port}`, readyPath: '/readyz'
       })
       stops.push(gateway.stop)
       return gateway
@@ -119,7 +130,7 @@ export async function startStack (options: StackOptions): Promise<Stack> {
 
     const barePort = await freePort()
     const bare = await startService({
-      name: 'bare-proxy', command: process.execPath, args: [built('bench/baselines/bare-proxy.js')],
+      name: 'bare-proxy', command: process.execPath, args: nodeArgs('bench/baselines/bare-proxy.js', 'bare-proxy', options.cpuProfileDir),
       env: { BARE_PROXY_PORT: String(barePort), BARE_PROXY_UPSTREAM: mock.url }, url: `http://127.0.0.1:${barePort}`, readyPath: '/healthz'
     })
     stops.push(bare.stop)

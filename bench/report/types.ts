@@ -65,7 +65,7 @@ export interface MicroResult {
   parseStringifyMBps: number
   /** JSON.parse + inflect + JSON.stringify, MB/s of input. */
   inflectMBps: number
-  /** (transform + stringify time) / (parse + stringify time); target ≤ 1.3. */
+  /** (parse + inflect + stringify time) / (parse + stringify time), median over alternating rounds; target ≤ 1.3. */
   costRatio: number
   met: boolean
 }
