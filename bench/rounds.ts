@@ -1,4 +1,5 @@
 import type { LoadDriver } from './load/driver.js'
+import { cpuSecondsOf } from './processes/proc-stats.js'
 import type { LoadJob, LoadOutcome } from './load/job.js'
 import type { LoadRun, VariantResult } from './report/types.js'
 
@@ -8,6 +9,8 @@ export interface VariantSpec {
   label: string
   role: VariantResult['role']
   job: () => Promise<LoadJob> | LoadJob
+  /** The proxy process whose CPU time per request is measured, if any. */
+  pid?: number
   /** Status every answer must have; default: any 2xx. */
   expectStatus?: number
 }
@@ -27,8 +30,9 @@ export function median (values: number[]): number {
 }
 
 export function medianRun (runs: LoadRun[]): LoadRun {
-  const of = (field: keyof LoadRun): number => median(runs.map((run) => run[field]))
-  return { requestsPerSecond: of('requestsPerSecond'), p50Ms: of('p50Ms'), p99Ms: of('p99Ms'), non2xx: of('non2xx'), errors: of('errors'), timeouts: of('timeouts') }
+  const of = (field: keyof LoadRun): number => median(runs.map((run) => run[field] ?? NaN))
+  const cpu = runs.every((run) => run.proxyCpuMicrosPerRequest !== undefined) ? { proxyCpuMicrosPerRequest: of('proxyCpuMicrosPerRequest') } : {}
+  return { requestsPerSecond: of('requestsPerSecond'), p50Ms: of('p50Ms'), p99Ms: of('p99Ms'), non2xx: of('non2xx'), errors: of('errors'), timeouts: of('timeouts'), ...cpu }
 }
 
 /** A run whose answers are not what the scenario sends for measures something else: stop. */
@@ -44,8 +48,19 @@ function reduce ({ statusCounts: _s, totalRequests: _t, ...run }: LoadOutcome): 
   return run
 }
 
+/** One recorded run, with the proxy's CPU time per request when the variant names its process. */
+async function measure (driver: LoadDriver, spec: VariantSpec, durationSeconds: number): Promise<LoadRun> {
+  const cpuBefore = spec.pid !== undefined ? cpuSecondsOf(spec.pid) : 0
+  const outcome = await driver.run({ ...await spec.job(), durationSeconds })
+  checkOutcome(spec, outcome)
+  const run = reduce(outcome)
+  if (spec.pid !== undefined) run.proxyCpuMicrosPerRequest = (cpuSecondsOf(spec.pid) - cpuBefore) * 1e6 / outcome.totalRequests
+  return run
+}
+
 export function formatRun (run: LoadRun): string {
-  return `${Math.round(run.requestsPerSecond).toLocaleString('en')} req/s, p50 ${run.p50Ms.toFixed(2)} ms, p99 ${run.p99Ms.toFixed(2)} ms`
+  const cpu = run.proxyCpuMicrosPerRequest !== undefined ? `, proxy CPU ${Math.round(run.proxyCpuMicrosPerRequest)} µs/req` : ''
+  return `${Math.round(run.requestsPerSecond).toLocaleString('en')} req/s, p50 ${run.p50Ms.toFixed(2)} ms, p99 ${run.p99Ms.toFixed(2)} ms${cpu}`
 }
 
 /**
@@ -62,10 +77,9 @@ export async function alternate (driver: LoadDriver, specs: VariantSpec[], optio
   for (let round = 0; round < options.rounds; round++) {
     const order = round % 2 === 0 ? specs : [...specs].reverse()
     for (const spec of order) {
-      const outcome = await driver.run({ ...await spec.job(), durationSeconds: options.durationSeconds })
-      checkOutcome(spec, outcome)
-      runs.get(spec.id)?.push(reduce(outcome))
-      options.say(`  round ${round + 1}/${options.rounds} ${spec.label}: ${formatRun(reduce(outcome))}`)
+      const run = await measure(driver, spec, options.durationSeconds)
+      runs.get(spec.id)?.push(run)
+      options.say(`  round ${round + 1}/${options.rounds} ${spec.label}: ${formatRun(run)}`)
     }
   }
   return specs.map((spec) => {

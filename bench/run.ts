@@ -86,15 +86,20 @@ function say (line: string): void {
   process.stdout.write(`[${((Date.now() - startedAt) / 1000).toFixed(0).padStart(4)} s] ${line}\n`)
 }
 
-/** Every kind of gateway traffic once, before the RSS the final one is compared with. */
-async function warmGateway (ctx: BenchContext, seconds: number): Promise<void> {
+/**
+ * Every kind of gateway traffic, on both gateways alike (a gateway compared while its
+ * code is still being optimised by the JIT would look slower than it is), before the
+ * RSS the final one is compared with.
+ */
+async function warmGateways (ctx: BenchContext, seconds: number): Promise<void> {
   const { stack } = ctx
-  const url = stack.gateway.url + BENCH_PATH
   const key = { 'x-api-key': stack.accounts.apiKey }
   const kinds: Array<Record<string, string>> = [key, { ...key, 'x-api-inflection': 'camel' }, { authorization: `Bearer ${(await login(stack)).access_token}` }]
-  for (const headers of kinds) {
-    const outcome = await ctx.driver.run({ url, method: 'GET', headers, connections: ctx.connections, durationSeconds: seconds })
-    say(`  warm-up: ${formatRun(outcome)}`)
+  for (const gateway of [stack.gateway, stack.gatewayManyRoutes]) {
+    for (const headers of kinds) {
+      const outcome = await ctx.driver.run({ url: gateway.url + BENCH_PATH, method: 'GET', headers, connections: ctx.connections, durationSeconds: seconds })
+      say(`  warm-up ${gateway.name}: ${formatRun(outcome)}`)
+    }
   }
 }
 
@@ -140,8 +145,8 @@ async function main (): Promise<void> {
       stack, driver, connections: settings.connections, say,
       rounds: { rounds: settings.rounds, durationSeconds: settings.durationSeconds, warmupSeconds: settings.warmupSeconds, say }
     }
-    say('[1/6] gateway warm-up')
-    await warmGateway(ctx, Math.max(settings.warmupSeconds, settings.durationSeconds / 2))
+    say('[1/6] gateways warm-up')
+    await warmGateways(ctx, Math.max(settings.warmupSeconds, settings.durationSeconds / 2))
     const warmupRssMiB = memoryOf(stack.gateway.pid).rssMiB
     say(`  gateway RSS after warm-up: ${warmupRssMiB.toFixed(1)} MiB`)
     say('[2/6] proxy overhead')

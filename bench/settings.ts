@@ -7,7 +7,8 @@ export interface RunSettings extends BenchSettings {
 }
 
 /**
- * Full: every figure a median of 5 rounds of 8 s, about 11 minutes on 2 cores.
+ * Full: every figure a median of 10 rounds of 4 s, about 11 minutes on 2 cores (many
+ * short rounds follow a noisy machine's swings better than a few long ones).
  * Quick: the same scenarios in 2 rounds of 1.5 s and fewer keys, under 2 minutes: a
  * smoke run, its numbers noisier.
  */
@@ -18,7 +19,7 @@ export function defaultSettings (quick: boolean): RunSettings {
         flood: { unknown: 1_000, wrongSecret: 20 }, mockUsers: 1_000
       }
     : {
-        mode: 'full', durationSeconds: 8, rounds: 5, warmupSeconds: 2, connections: 10, keysInIdentity: 100_000, distinctKeysInTraffic: 20_000,
+        mode: 'full', durationSeconds: 4, rounds: 10, warmupSeconds: 2, connections: 10, keysInIdentity: 100_000, distinctKeysInTraffic: 20_000,
         flood: { unknown: 2_000, wrongSecret: 100 }, mockUsers: 1_000
       }
 }

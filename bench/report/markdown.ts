@@ -133,18 +133,19 @@ function renderVariantTable (scenarios: ScenarioResult[]): string {
         formatMs(variant.median.p99Ms),
         formatCount(variant.median.non2xx),
         formatCount(variant.median.errors),
-        formatCount(variant.median.timeouts)
+        formatCount(variant.median.timeouts),
+        variant.median.proxyCpuMicrosPerRequest !== undefined ? formatCount(variant.median.proxyCpuMicrosPerRequest) : NOT_A_NUMBER
       ])
     })
   }
   return [
     '## Every variant',
     '',
-    'Medians over the rounds; the range shows how far the rounds spread.',
+    'Medians over the rounds; the range shows how far the rounds spread. Proxy CPU is the CPU time the bare proxy or gateway process spent per answered request (from /proc): the machine\'s noise moves it much less than throughput.',
     '',
     table(
-      ['scenario', 'variant', 'role', 'median req/s', 'rounds req/s (min–max)', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'timeouts'],
-      ['l', 'l', 'l', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
+      ['scenario', 'variant', 'role', 'median req/s', 'rounds req/s (min–max)', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'timeouts', 'proxy CPU µs/req'],
+      ['l', 'l', 'l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
       rows
     )
   ].join('\n')

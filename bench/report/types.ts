@@ -12,6 +12,12 @@ export interface LoadRun {
   non2xx: number
   errors: number
   timeouts: number
+  /**
+   * CPU time the proxy process (bare proxy or gateway) spent per answered request, in
+   * µs, from /proc: a cost the machine's noise moves much less than throughput.
+   * Absent where no such process is measured (direct, nginx).
+   */
+  proxyCpuMicrosPerRequest?: number
 }
 
 /** A process under test or a baseline, measured in every round of its scenario. */

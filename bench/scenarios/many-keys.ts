@@ -18,8 +18,8 @@ export async function manyKeys (ctx: BenchContext, settings: { keysInIdentity: n
   const warm = await ctx.driver.run({ ...job(keys), amount: keys.length, rotateHeader: { name: 'x-api-key', values: keys, sequential: true } })
   if (Object.keys(warm.statusCounts).some((s) => s !== '200')) throw new Error(`warming the keys answered ${JSON.stringify(warm.statusCounts)}`)
   const variants = await alternate(ctx.driver, [
-    { id: 'one-key', label: 'gateway, 1 key', role: 'baseline', job: () => job(keys.slice(0, 1)) },
-    { id: 'many-keys', label: `gateway, ${keys.length.toLocaleString('en')} keys`, role: 'candidate', job: () => job(keys) }
+    { id: 'one-key', label: 'gateway, 1 key', role: 'baseline', pid: stack.gateway.pid, job: () => job(keys.slice(0, 1)) },
+    { id: 'many-keys', label: `gateway, ${keys.length.toLocaleString('en')} keys`, role: 'candidate', pid: stack.gateway.pid, job: () => job(keys) }
   ], ctx.rounds)
   return judge({
     id: 'many-keys',

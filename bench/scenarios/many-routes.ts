@@ -9,8 +9,8 @@ export async function manyRoutes (ctx: BenchContext): Promise<ScenarioResult> {
   const job = (url: string) => ({ url: url + BENCH_PATH, method: 'GET' as const, headers: { 'x-api-key': stack.accounts.apiKey }, connections, durationSeconds: 0 })
   ctx.say('10 routes vs 1 000 routes')
   const variants = await alternate(ctx.driver, [
-    { id: 'routes-10', label: 'gateway, 10 routes', role: 'baseline', job: () => job(stack.gateway.url) },
-    { id: 'routes-1000', label: 'gateway, 1 000 routes', role: 'candidate', job: () => job(stack.gatewayManyRoutes.url) }
+    { id: 'routes-10', label: 'gateway, 10 routes', role: 'baseline', pid: stack.gateway.pid, job: () => job(stack.gateway.url) },
+    { id: 'routes-1000', label: 'gateway, 1 000 routes', role: 'candidate', pid: stack.gatewayManyRoutes.pid, job: () => job(stack.gatewayManyRoutes.url) }
   ], ctx.rounds)
   return judge({
     id: 'many-routes',

@@ -14,11 +14,11 @@ export async function proxyOverhead (ctx: BenchContext): Promise<ScenarioResult[
   const bearer = async (): Promise<Record<string, string>> => ({ authorization: `Bearer ${(await login(stack)).access_token}` })
   const specs: VariantSpec[] = [
     { id: 'direct', label: 'direct to upstream', role: 'reference', job: () => get(stack.mock.url) },
-    { id: 'bare', label: 'bare proxy (Fastify + @fastify/http-proxy)', role: 'baseline', job: () => get(stack.bare.url) },
+    { id: 'bare', label: 'bare proxy (Fastify + @fastify/http-proxy)', role: 'baseline', pid: stack.bare.pid, job: () => get(stack.bare.url) },
     ...(stack.nginx !== null ? [{ id: 'nginx', label: `nginx ${stack.nginxVersion ?? ''} proxy_pass`.replace('  ', ' '), role: 'reference' as const, job: () => get((stack.nginx as { url: string }).url) }] : []),
-    { id: 'gateway-key', label: 'gateway, API key', role: 'candidate', job: () => get(stack.gateway.url, { 'x-api-key': stack.accounts.apiKey }) },
-    { id: 'gateway-bearer', label: 'gateway, Bearer JWT', role: 'candidate', job: async () => get(stack.gateway.url, await bearer()) },
-    { id: 'gateway-camel', label: 'gateway, API key + camel inflection', role: 'candidate', job: () => get(stack.gateway.url, { 'x-api-key': stack.accounts.apiKey, 'x-api-inflection': 'camel' }) }
+    { id: 'gateway-key', label: 'gateway, API key', role: 'candidate', pid: stack.gateway.pid, job: () => get(stack.gateway.url, { 'x-api-key': stack.accounts.apiKey }) },
+    { id: 'gateway-bearer', label: 'gateway, Bearer JWT', role: 'candidate', pid: stack.gateway.pid, job: async () => get(stack.gateway.url, await bearer()) },
+    { id: 'gateway-camel', label: 'gateway, API key + camel inflection', role: 'candidate', pid: stack.gateway.pid, job: () => get(stack.gateway.url, { 'x-api-key': stack.accounts.apiKey, 'x-api-inflection': 'camel' }) }
   ]
   ctx.say(`GET ${BENCH_PATH} (50 users): ${specs.map((s) => s.id).join(', ')}`)
   const variants = await alternate(ctx.driver, specs, ctx.rounds)

@@ -97,8 +97,11 @@ t.test('happy: the Markdown report', async (t) => {
     '4.12',
     '0',
     '0',
-    '0'
-  ], 'a detail row: median req/s, the rounds’ range, p50, p99, non-2xx, errors, timeouts')
+    '0',
+    '—'
+  ], 'a detail row: median req/s, the rounds’ range, p50, p99, non-2xx, errors, timeouts, no proxy CPU for direct')
+  const bare = variants.find((row) => row[1]?.includes('(`bare`)') === true)
+  t.equal(bare?.at(-1), '151', 'a proxy’s row has its median CPU µs per request')
 
   const notes = markdown.slice(markdown.indexOf('## Notes'))
   t.ok(markdown.indexOf('## Notes') > markdown.indexOf('## Every variant'), 'notes come under the tables')
