@@ -107,7 +107,7 @@ function renderHeading (result: BenchResult): string {
     `Started ${utcDate(result.startedAt)} ${utcTime(result.startedAt)} UTC, took ${formatElapsed(result)}.`,
     '',
     `- **Machine:** ${markdownInline(describeMachine(result.machine))}`,
-    `- **Settings:** ${describeLoad(settings)}; every figure is the median of ${settings.rounds} alternating rounds (baseline, candidate, baseline, …)`,
+    `- **Settings:** ${describeLoad(settings)}; every figure is the median of ${settings.rounds} alternating rounds (baseline, candidate, baseline, …), and every ratio the median of the per-round ratios`,
     `- **Keys:** ${formatCount(settings.keysInIdentity)} in identity, ${formatCount(settings.distinctKeysInTraffic)} distinct in traffic`
   ].join('\n')
 }

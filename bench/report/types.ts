@@ -52,9 +52,9 @@ export interface ScenarioResult {
   /** Candidate variant id whose ratio the target judges. */
   candidate: string
   target: Target
-  /** candidate.median.requestsPerSecond / against.median.requestsPerSecond */
+  /** Median over the rounds of candidate req/s / against req/s, each round's pair measured back to back. */
   throughputRatio: number
-  /** candidate.median.p99Ms - against.median.p99Ms */
+  /** Median over the rounds of candidate p99 - against p99, in ms. */
   p99ExcessMs: number
   /** null: the scenario reports numbers without a pass/fail target. */
   met: boolean | null

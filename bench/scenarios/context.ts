@@ -2,7 +2,8 @@ import { request } from 'undici'
 import type { LoadDriver } from '../load/driver.js'
 import type { TokenSet } from '../load/job.js'
 import type { RoundOptions } from '../rounds.js'
-import type { ScenarioResult, Target, VariantResult } from '../report/types.js'
+import { median } from '../rounds.js'
+import type { LoadRun, ScenarioResult, Target, VariantResult } from '../report/types.js'
 import type { Stack } from '../stack.js'
 
 /** What every scenario gets from the orchestrator. */
@@ -39,10 +40,14 @@ function variant (variants: VariantResult[], id: string): VariantResult {
 
 /** A scenario's verdict: the candidate's medians against the target's reference. */
 export function judge (input: { id: string, title: string, request: string, variants: VariantResult[], candidate: string, target: Target, notes?: string[] }): ScenarioResult {
-  const candidate = variant(input.variants, input.candidate).median
-  const against = variant(input.variants, input.target.against).median
-  const throughputRatio = candidate.requestsPerSecond / against.requestsPerSecond
-  const p99ExcessMs = candidate.p99Ms - against.p99Ms
+  const candidate = variant(input.variants, input.candidate).rounds
+  const against = variant(input.variants, input.target.against).rounds
+  // Paired by round: both sides of a round ran back to back, so a machine that drifts
+  // during the scenario moves both; the median of the per-round comparisons is not
+  // fooled by the drift the way a ratio of two separate medians is.
+  const paired = (of: (c: LoadRun, a: LoadRun) => number): number => median(candidate.map((run, i) => of(run, against[i] as LoadRun)))
+  const throughputRatio = paired((c, a) => c.requestsPerSecond / a.requestsPerSecond)
+  const p99ExcessMs = paired((c, a) => c.p99Ms - a.p99Ms)
   const checks: boolean[] = []
   if (input.target.minThroughputRatio !== undefined) checks.push(throughputRatio >= input.target.minThroughputRatio)
   if (input.target.maxP99ExcessMs !== undefined) checks.push(p99ExcessMs <= input.target.maxP99ExcessMs)
