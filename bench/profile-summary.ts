@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs'
  * <dir>`): the functions with the most self time, and the files they are in. Enough
  * to see where a gateway request goes without opening DevTools.
  *
- *   node dist/bench/profile-summary.js <file.cpuprofile> [top=30]
+ *   node dist-bench/bench/profile-summary.js <file.cpuprofile> [top=30]
  */
 
 interface ProfileNode { id: number, callFrame: { functionName: string, url: string, lineNumber: number }, children?: number[] }
@@ -13,7 +13,7 @@ interface Profile { nodes: ProfileNode[], samples: number[], timeDeltas: number[
 
 const [file, topArg] = process.argv.slice(2)
 if (file === undefined) {
-  process.stderr.write('usage: node dist/bench/profile-summary.js <file.cpuprofile> [top]\n')
+  process.stderr.write('usage: node dist-bench/bench/profile-summary.js <file.cpuprofile> [top]\n')
   process.exit(64)
 }
 const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile

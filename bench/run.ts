@@ -63,7 +63,7 @@ function parseFlags (): Flags {
     .option('--no-nginx-install', 'do not install nginx with apt-get when it is absent')
     .option('--out <dir>', 'where results are written', 'bench/results')
     .option('--readme', 'replace the results block of README.md with this run\'s table', false)
-    .option('--cpu-prof <dir>', 'write a CPU profile of each gateway and of the bare proxy to <dir> (summarise: node dist/bench/profile-summary.js <file>)')
+    .option('--cpu-prof <dir>', 'write a CPU profile of each gateway and of the bare proxy to <dir> (summarise: node dist-bench/bench/profile-summary.js <file>)')
     .parse()
     .opts<Flags>()
 }

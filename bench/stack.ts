@@ -12,7 +12,11 @@ import { seedIdentity, type BenchAccounts } from './seed.js'
 import { writeUpstreamsFile } from './upstreams.js'
 
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url))
-const built = (entry: string): string => join(REPO_ROOT, 'dist', entry)
+/**
+ * The services run from the bench's own build (tsconfig.bench.json → dist-bench/), so
+ * that `npm run bench` never rewrites dist/ under a server or a test that runs from it.
+ */
+const built = (entry: string): string => join(REPO_ROOT, 'dist-bench', entry)
 
 /** node's arguments for a Node service: its entry, after --cpu-prof when profiling. */
 function nodeArgs (entry: string, name: string, profileDir: string | undefined): string[] {

@@ -218,7 +218,7 @@ export function formatMicroTable (results: readonly MicroResult[]): string {
 }
 
 /**
- * `node dist/bench/micro/inflection.js [--quick] [--json]`: progress on stderr; on stdout
+ * `node dist-bench/bench/micro/inflection.js [--quick] [--json]`: progress on stderr; on stdout
  * a table and the JSON, or with --json only the JSON array (for the bench orchestrator).
  */
 async function main (argv: readonly string[]): Promise<void> {
