@@ -1,3 +1,4 @@
+import { formatCount } from '../report/format.js'
 import { alternate } from '../rounds.js'
 import type { ScenarioResult } from '../report/types.js'
 import { BENCH_PATH } from '../upstreams.js'
@@ -19,12 +20,12 @@ export async function manyKeys (ctx: BenchContext, settings: { keysInIdentity: n
   if (Object.keys(warm.statusCounts).some((s) => s !== '200')) throw new Error(`warming the keys answered ${JSON.stringify(warm.statusCounts)}`)
   const variants = await alternate(ctx.driver, [
     { id: 'one-key', label: 'gateway, 1 key', role: 'baseline', pid: stack.gateway.pid, job: () => job(keys.slice(0, 1)) },
-    { id: 'many-keys', label: `gateway, ${keys.length.toLocaleString('en')} keys`, role: 'candidate', pid: stack.gateway.pid, job: () => job(keys) }
+    { id: 'many-keys', label: `gateway, ${formatCount(keys.length)} keys`, role: 'candidate', pid: stack.gateway.pid, job: () => job(keys) }
   ], ctx.rounds)
   return judge({
     id: 'many-keys',
-    title: `${settings.keysInIdentity.toLocaleString('en')} keys in identity, ${keys.length.toLocaleString('en')} in traffic`,
-    request: `GET ${BENCH_PATH}, a random key of ${keys.length.toLocaleString('en')} per request, ${connections} connections`,
+    title: `${formatCount(settings.keysInIdentity)} keys in identity, ${formatCount(keys.length)} in traffic`,
+    request: `GET ${BENCH_PATH}, a random key of ${formatCount(keys.length)} per request, ${connections} connections`,
     variants,
     candidate: 'many-keys',
     target: { description: '≥ 0.80 × the one-key run', against: 'one-key', minThroughputRatio: 0.8 },

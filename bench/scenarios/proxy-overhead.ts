@@ -10,12 +10,13 @@ import { judge, login, type BenchContext } from './context.js'
  */
 export async function proxyOverhead (ctx: BenchContext): Promise<ScenarioResult[]> {
   const { stack, connections } = ctx
+  const { nginx } = stack
   const get = (base: string, headers: Record<string, string> = {}) => ({ url: base + BENCH_PATH, method: 'GET' as const, headers, connections, durationSeconds: 0 })
   const bearer = async (): Promise<Record<string, string>> => ({ authorization: `Bearer ${(await login(stack)).access_token}` })
   const specs: VariantSpec[] = [
     { id: 'direct', label: 'direct to upstream', role: 'reference', job: () => get(stack.mock.url) },
     { id: 'bare', label: 'bare proxy (Fastify + @fastify/http-proxy)', role: 'baseline', pid: stack.bare.pid, job: () => get(stack.bare.url) },
-    ...(stack.nginx !== null ? [{ id: 'nginx', label: `nginx ${stack.nginxVersion ?? ''} proxy_pass`.replace('  ', ' '), role: 'reference' as const, job: () => get((stack.nginx as { url: string }).url) }] : []),
+    ...(nginx !== null ? [{ id: 'nginx', label: `${stack.nginxVersion ?? 'nginx'} proxy_pass`, role: 'reference' as const, job: () => get(nginx.url) }] : []),
     { id: 'gateway-key', label: 'gateway, API key', role: 'candidate', pid: stack.gateway.pid, job: () => get(stack.gateway.url, { 'x-api-key': stack.accounts.apiKey }) },
     { id: 'gateway-bearer', label: 'gateway, Bearer JWT', role: 'candidate', pid: stack.gateway.pid, job: async () => get(stack.gateway.url, await bearer()) },
     { id: 'gateway-camel', label: 'gateway, API key + camel inflection', role: 'candidate', pid: stack.gateway.pid, job: () => get(stack.gateway.url, { 'x-api-key': stack.accounts.apiKey, 'x-api-inflection': 'camel' }) }
