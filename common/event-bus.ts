@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events'
-import type { Redis } from 'ioredis'
+import { Cluster, Redis } from 'ioredis'
 import type { FastifyBaseLogger } from 'fastify'
 import { parseAuthEvent, type AuthEvent } from './events.js'
 
@@ -35,8 +35,8 @@ export function createMemoryEventBus (): EventBus {
 }
 
 export interface RedisEventBusOptions {
-  /** A connection used for PUBLISH; the bus opens its own subscriber connection on demand. */
-  redis: Redis
+  /** A connection (or cluster client) used for PUBLISH; the bus opens its own subscriber connection on demand. */
+  redis: Redis | Cluster
   channel: string
   log: FastifyBaseLogger
 }
@@ -47,9 +47,7 @@ export interface RedisEventBusOptions {
  */
 export function createRedisEventBus (options: RedisEventBusOptions): EventBus {
   const { redis, channel, log } = options
-  const subscribers: Redis[] = []
-  /** Subscribers whose SUBSCRIBE is confirmed on their current connection. */
-  const hearing = new WeakSet<Redis>()
+  const subscriptions: Subscription[] = []
   return {
     async publish (event) {
       let timer: NodeJS.Timeout | undefined
@@ -65,34 +63,123 @@ export function createRedisEventBus (options: RedisEventBusOptions): EventBus {
       }
     },
     async subscribe (listener, onResubscribed) {
-      // The subscriber queues SUBSCRIBE until connected, and ioredis re-subscribes after reconnects.
-      const subscriber = redis.duplicate({ enableOfflineQueue: true })
-      // Reconnection failures are expected while Redis is down; ioredis retries on its own.
-      subscriber.on('error', (err: Error) => { log.debug({ err }, 'event subscriber connection error') })
-      subscribers.push(subscriber)
-      subscriber.on('message', (_channel: string, message: string) => {
+      const deliver = (message: string): void => {
         const event = parseAuthEvent(message)
         if (event === null) log.warn({ channel }, 'ignored a malformed invalidation event')
         else listener(event)
-      })
-      await subscriber.subscribe(channel)
-      hearing.add(subscriber)
-      subscriber.on('close', () => { hearing.delete(subscriber) })
-      subscriber.on('ready', () => {
-        // ioredis re-subscribes on its own; this SUBSCRIBE (idempotent) gives a confirmed point from which events are heard.
-        subscriber.subscribe(channel).then(() => {
-          hearing.add(subscriber)
-          onResubscribed?.()
-        }, (err: unknown) => { log.debug({ err }, 'event subscriber could not re-subscribe yet') })
-      })
+      }
+      let subscription: Subscription
+      if (redis instanceof Cluster) {
+        // Listed before it hears anything, so that close() also ends one still looking for a node.
+        const pending = subscribeOnCluster(redis, channel, log, deliver, onResubscribed)
+        subscriptions.push(subscription = pending.subscription)
+        await pending.ready
+      } else {
+        subscriptions.push(subscription = await subscribeOnServer(redis, channel, log, deliver, onResubscribed))
+      }
       return async () => {
-        subscriber.disconnect()
-        subscribers.splice(subscribers.indexOf(subscriber), 1)
+        subscription.stop()
+        subscriptions.splice(subscriptions.indexOf(subscription), 1)
       }
     },
-    receiving: () => subscribers.every((subscriber) => hearing.has(subscriber)),
+    receiving: () => subscriptions.every((subscription) => subscription.hearing()),
     async close () {
-      for (const subscriber of subscribers.splice(0)) subscriber.disconnect()
+      for (const subscription of subscriptions.splice(0)) subscription.stop()
     }
   }
+}
+
+interface Subscription {
+  /** Whether SUBSCRIBE is confirmed on the current connection. */
+  hearing: () => boolean
+  stop: () => void
+}
+
+async function subscribeOnServer (redis: Redis, channel: string, log: FastifyBaseLogger, deliver: (message: string) => void, onResubscribed?: () => void): Promise<Subscription> {
+  // The subscriber queues SUBSCRIBE until connected (and waits for it: no command timeout), and ioredis re-subscribes after reconnects.
+  const subscriber = redis.duplicate({ enableOfflineQueue: true, commandTimeout: undefined })
+  let hearing = false
+  // Reconnection failures are expected while Redis is down; ioredis retries on its own.
+  subscriber.on('error', (err: Error) => { log.debug({ err }, 'event subscriber connection error') })
+  subscriber.on('message', (_channel: string, message: string) => { deliver(message) })
+  await subscriber.subscribe(channel)
+  hearing = true
+  subscriber.on('close', () => { hearing = false })
+  subscriber.on('ready', () => {
+    // ioredis re-subscribes on its own; this SUBSCRIBE (idempotent) gives a confirmed point from which events are heard.
+    subscriber.subscribe(channel).then(() => {
+      hearing = true
+      onResubscribed?.()
+    }, (err: unknown) => { log.debug({ err }, 'event subscriber could not re-subscribe yet') })
+  })
+  return { hearing: () => hearing, stop: () => { subscriber.disconnect() } }
+}
+
+/** Between attempts to subscribe on some node: grows while none answers, like the connections' own retries. */
+const clusterRetryDelay = (attempt: number): number => Math.min(attempt * 200, 2_000)
+
+/**
+ * A Redis Cluster delivers every PUBLISH to the subscribers of every node, so one
+ * subscribed connection to any node hears every event. ioredis' own cluster subscriber
+ * moves to another node silently when its node dies, and events published meanwhile
+ * would be lost unnoticed; this one says when it was deaf (the caller then catches up,
+ * as after a standalone reconnect) and picks a node the cluster client can reach.
+ * `ready` resolves once it first hears events, or when it is stopped before that.
+ */
+function subscribeOnCluster (cluster: Cluster, channel: string, log: FastifyBaseLogger, deliver: (message: string) => void, onResubscribed?: () => void): { subscription: Subscription, ready: Promise<void> } {
+  let current: Redis | null = null
+  let hearing = false
+  let heardBefore = false
+  let stopped = false
+  let attempts = 0
+  let retry: NodeJS.Timeout | undefined
+  let settle: () => void = () => {}
+  const ready = new Promise<void>((resolve) => { settle = resolve })
+
+  const pickNode = (): Redis | undefined => {
+    const nodes = cluster.nodes('all')
+    const reachable = nodes.filter((node) => node.status === 'ready')
+    const from = reachable.length > 0 ? reachable : nodes
+    return from[Math.floor(Math.random() * from.length)]
+  }
+  const later = (): void => {
+    if (!stopped) retry = setTimeout(connect, clusterRetryDelay(++attempts))
+  }
+  function connect (): void {
+    const node = pickNode()
+    // Before the cluster client has a slot map it may know no node yet.
+    if (node === undefined) { later(); return }
+    const subscriber = new Redis({ ...node.options, lazyConnect: false, enableOfflineQueue: true, commandTimeout: undefined, retryStrategy: () => null, readOnly: false })
+    current = subscriber
+    subscriber.on('error', (err: Error) => { log.debug({ err }, 'event subscriber connection error') })
+    subscriber.on('message', (_channel: string, message: string) => { deliver(message) })
+    // No reconnection to the same node (it may be gone for good): another node is picked.
+    subscriber.once('end', () => {
+      hearing = false
+      if (current === subscriber) current = null
+      later()
+    })
+    subscriber.subscribe(channel).then(() => {
+      if (current !== subscriber) return
+      hearing = true
+      attempts = 0
+      if (heardBefore) onResubscribed?.()
+      heardBefore = true
+      settle()
+    }, (err: unknown) => {
+      log.debug({ err }, 'event subscriber could not subscribe on this node; trying another')
+      subscriber.disconnect()
+    })
+  }
+  connect()
+  const subscription: Subscription = {
+    hearing: () => hearing,
+    stop: () => {
+      stopped = true
+      clearTimeout(retry)
+      current?.disconnect()
+      settle()
+    }
+  }
+  return { subscription, ready }
 }

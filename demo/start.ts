@@ -92,9 +92,10 @@ function exit (err: unknown): never {
 async function main (): Promise<void> {
   const configs = exitOnConfigError(() => loadConfigs(process.env))
   const { identity: identityConfig, gateway: gatewayConfig, upstreamMock: mockConfig } = configs
-  const redisUrl = identityConfig.redisUrl ?? gatewayConfig.plugin.redisUrl
+  // Both read REDIS_URL / REDIS_CLUSTER_NODES from the one environment.
+  const redis = identityConfig.redis
   // One bus for both when there is no Redis: identity's events reach the gateway at once.
-  const events = redisUrl === undefined ? createMemoryEventBus() : undefined
+  const events = redis === undefined ? createMemoryEventBus() : undefined
   const shared = events !== undefined ? { events } : {}
 
   const upstreamMock = await buildUpstreamMock({ users: mockConfig.users, seed: mockConfig.seed, logLevel: mockConfig.logLevel })
@@ -126,7 +127,7 @@ async function main (): Promise<void> {
     identityAdmin: urlOf(identityConfig.adminHost, identityConfig.adminPort),
     upstreamMock: urlOf(mockConfig.host, mockConfig.port)
   }
-  const input = { urls, databasePath: identityConfig.databasePath, credentialsFile: configs.credentialsFile, redis: redisUrl ?? null }
+  const input = { urls, databasePath: identityConfig.databasePath, credentialsFile: configs.credentialsFile, redis: redis?.mode ?? null }
   // Printed, never logged: log lines must not carry secrets, and this text is shown once.
   process.stdout.write(accounts !== null
     ? firstStartBanner(input, accounts)

@@ -1,11 +1,12 @@
 import { Type, type Static } from 'typebox'
-import { validateConfig } from '../common/config.js'
+import { ConfigError, validateConfig } from '../common/config.js'
+import { parseRedisTarget, redisEnvProperties } from '../common/redis-config.js'
 import type { GatewayOptionsInput } from './options.js'
 
 /**
  * The standalone gateway's environment. IDENTITY_SERVICE_TOKEN, IDENTITY_ISSUER,
- * IDENTITY_AUDIENCE, IDENTITY_EVENTS_CHANNEL and REDIS_URL have the same names as
- * identity's, so one environment configures both.
+ * IDENTITY_AUDIENCE, IDENTITY_EVENTS_CHANNEL, REDIS_URL and REDIS_CLUSTER_NODES have the
+ * same names as identity's, so one environment configures both.
  */
 export const GatewayEnvSchema = Type.Object({
   GATEWAY_HOST: Type.String({ default: '0.0.0.0', description: 'Interface the gateway listens on.' }),
@@ -18,7 +19,7 @@ export const GatewayEnvSchema = Type.Object({
   IDENTITY_ISSUER: Type.String({ minLength: 1, default: 'portier-identity', description: 'Expected `iss` of access tokens.' }),
   IDENTITY_AUDIENCE: Type.String({ minLength: 1, default: 'portier-gateway', description: 'Expected `aud` of access tokens.' }),
   IDENTITY_EVENTS_CHANNEL: Type.String({ minLength: 1, default: 'portier:events', description: 'Redis channel of identity\'s invalidation events.' }),
-  REDIS_URL: Type.Optional(Type.String({ minLength: 1, description: 'Redis for the L2 key cache, shared revocations and events. Unset: L1 only, events in process.' })),
+  ...redisEnvProperties('the L2 key cache, shared revocations and events', 'L1 only, events in process.'),
   GATEWAY_IDENTITY_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 60_000, default: 2_000, description: 'Longest wait for identity on a key-cache miss.' }),
   GATEWAY_KEY_CACHE_L1_MAX_ENTRIES: Type.Integer({ minimum: 1, default: 10_000, description: 'Verified API keys kept in process (LRU).' }),
   GATEWAY_KEY_CACHE_L1_TTL_SECONDS: Type.Number({ exclusiveMinimum: 0, maximum: 3_600, default: 30, description: 'Life of an L1 entry: bounds a missed eviction while Redis is down.' }),
@@ -49,6 +50,8 @@ export interface GatewayServerConfig {
 /** Reads and validates the standalone gateway's environment; throws a ConfigError naming every bad variable. */
 export function loadGatewayConfig (env: Record<string, string | undefined> = process.env): Readonly<GatewayServerConfig> {
   const e = validateConfig<GatewayEnv>(GatewayEnvSchema, env, 'gateway environment')
+  const redis = parseRedisTarget({ url: e.REDIS_URL, clusterNodes: e.REDIS_CLUSTER_NODES })
+  if (redis.problems.length > 0) throw new ConfigError('gateway environment', redis.problems)
   return Object.freeze({
     host: e.GATEWAY_HOST,
     port: e.GATEWAY_PORT,
@@ -67,6 +70,7 @@ export function loadGatewayConfig (env: Record<string, string | undefined> = pro
         timeoutMs: e.GATEWAY_IDENTITY_TIMEOUT_MS
       },
       ...(e.REDIS_URL !== undefined ? { redisUrl: e.REDIS_URL } : {}),
+      ...(e.REDIS_CLUSTER_NODES !== undefined ? { redisClusterNodes: e.REDIS_CLUSTER_NODES.split(',').map((node) => node.trim()) } : {}),
       eventsChannel: e.IDENTITY_EVENTS_CHANNEL,
       keyCache: {
         l1MaxEntries: e.GATEWAY_KEY_CACHE_L1_MAX_ENTRIES,

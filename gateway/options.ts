@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox'
+import { parseRedisTarget, type RedisTarget } from '../common/redis-config.js'
 
 /**
  * The gateway plugin's options, validated when the plugin is registered (a bad value
@@ -21,7 +22,10 @@ export const GatewayOptionsSchema = Type.Object({
     audience: Type.Optional(Type.String({ minLength: 1, default: 'portier-gateway' })),
     timeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 60_000, default: 2_000 }))
   }, { additionalProperties: false }),
+  /** A standalone Redis (redis:// or rediss://). At most one of redisUrl / redisClusterNodes. */
   redisUrl: Type.Optional(Type.String({ minLength: 1 })),
+  /** A Redis Cluster's seed nodes, each host:port or a redis:// / rediss:// URL. */
+  redisClusterNodes: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })),
   eventsChannel: Type.Optional(Type.String({ minLength: 1, default: 'portier:events' })),
   keyCache: Type.Optional(Type.Object({
     l1MaxEntries: Type.Optional(Type.Integer({ minimum: 1, default: 10_000 })),
@@ -48,10 +52,15 @@ export const GatewayOptionsSchema = Type.Object({
 /** What a host app passes: every option with a default may be left out. */
 export type GatewayOptionsInput = Static<typeof GatewayOptionsSchema>
 
-type Optionals = 'upstreamsFile' | 'upstreams' | 'redisUrl'
+type Optionals = 'upstreamsFile' | 'upstreams' | 'redisUrl' | 'redisClusterNodes'
 /** The options after validation: defaults filled in. */
 export type ResolvedGatewayOptions = Required<Omit<GatewayOptionsInput, Optionals | 'identity' | 'keyCache'>> &
 Pick<GatewayOptionsInput, Optionals> & {
   identity: Required<GatewayOptionsInput['identity']>
   keyCache: Required<NonNullable<GatewayOptionsInput['keyCache']>>
+}
+
+/** Where the gateway's Redis is, from redisUrl / redisClusterNodes; problems name the option at fault. */
+export function redisTargetOf (options: Pick<GatewayOptionsInput, 'redisUrl' | 'redisClusterNodes'>): { target?: RedisTarget, problems: string[] } {
+  return parseRedisTarget({ url: options.redisUrl, clusterNodes: options.redisClusterNodes }, { url: 'redisUrl', clusterNodes: 'redisClusterNodes' })
 }

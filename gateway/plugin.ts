@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer'
 import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify'
 import { ConfigError, validateConfig } from '../common/config.js'
@@ -5,7 +6,7 @@ import { installAcceptCheck } from '../common/accept.js'
 import { CommonProblems, sendProblem, toProblem } from '../common/problem.js'
 import { documentationRoutes } from './docs/routes.js'
 import { observabilityRoutes } from './observability/routes.js'
-import { GatewayOptionsSchema, type GatewayOptionsInput, type ResolvedGatewayOptions } from './options.js'
+import { GatewayOptionsSchema, redisTargetOf, type GatewayOptionsInput, type ResolvedGatewayOptions } from './options.js'
 import { addVary, registerProxy } from './proxy/index.js'
 import type { GateDecision } from './request-gate.js'
 import { createGatewayRuntime, type GatewayRuntime, type RuntimeDependencies } from './runtime.js'
@@ -44,7 +45,20 @@ function resolveOptions (options: GatewayOptionsInput): ResolvedGatewayOptions {
   if ((resolved.upstreamsFile === undefined) === (resolved.upstreams === undefined)) {
     throw new ConfigError(OPTIONS_SOURCE, ['pass exactly one of upstreamsFile and upstreams'])
   }
+  const redisProblems = redisTargetOf(resolved).problems
+  if (redisProblems.length > 0) throw new ConfigError(OPTIONS_SOURCE, redisProblems)
   return resolved
+}
+
+/**
+ * Why a JSON body is refused before it is forwarded, or null. The gateway reads bodies
+ * as they come and does not decode content codings, so a compressed body (or one that
+ * only claims to be) would be forwarded unread and decoded by the upstream alone. JSON
+ * is UTF-8 (RFC 8259 §8.1): other bytes would reach the upstream as U+FFFD.
+ */
+function refusedBody (contentEncoding: string | undefined, body: Buffer): Error | null {
+  if (contentEncoding !== undefined && contentEncoding.trim().toLowerCase() !== 'identity') return CommonProblems.unsupportedMediaType()
+  return isUtf8(body) ? null : CommonProblems.malformedJson()
 }
 
 /**
@@ -56,7 +70,9 @@ function resolveOptions (options: GatewayOptionsInput): ResolvedGatewayOptions {
 async function trafficContext (app: FastifyInstance, { runtime, options }: { runtime: GatewayRuntime, options: ResolvedGatewayOptions }): Promise<void> {
   app.removeAllContentTypeParsers()
   for (const type of ['application/json', /^application\/[\w.+-]+\+json$/]) {
-    app.addContentTypeParser(type, { parseAs: 'buffer', bodyLimit: options.bodyLimitBytes }, (_request, body, done) => { done(null, body) })
+    app.addContentTypeParser(type, { parseAs: 'buffer', bodyLimit: options.bodyLimitBytes }, (request, body, done) => {
+      done(refusedBody(request.headers['content-encoding'], body as Buffer), body)
+    })
   }
 
   app.setErrorHandler((error, request, reply) => {

@@ -1,11 +1,11 @@
 import { hkdfSync } from 'node:crypto'
 import { watch, type FSWatcher } from 'node:fs'
 import { basename, dirname, resolve } from 'node:path'
-import type { Redis } from 'ioredis'
+import { Cluster } from 'ioredis'
 import type { FastifyBaseLogger } from 'fastify'
 import { ConfigError } from '../common/config.js'
 import { createMemoryEventBus, createRedisEventBus, type EventBus } from '../common/event-bus.js'
-import { createRedis } from '../common/redis.js'
+import { createRedis, type RedisClient } from '../common/redis.js'
 import { createAccessTokenVerifier } from './auth/access-token-verifier.js'
 import { createApiKeyVerifier } from './auth/api-key-verifier.js'
 import { createAuthenticator } from './auth/authenticate.js'
@@ -14,15 +14,15 @@ import { subscribeToInvalidations } from './auth/invalidation.js'
 import { createJwksCache } from './auth/jwks-cache.js'
 import { createTokenRevocations } from './auth/token-revocations.js'
 import { createGatewayMetrics } from './observability/metrics.js'
-import type { ResolvedGatewayOptions } from './options.js'
+import { redisTargetOf, type ResolvedGatewayOptions } from './options.js'
 import { createRequestGate } from './request-gate.js'
 import { buildRouteTable, loadUpstreamsFile, parseUpstreams, type RouteTable, type UpstreamsConfig } from './routing/index.js'
 
 export interface RuntimeDependencies {
   /** An event bus to share (the one-process demo passes identity's in-memory bus). */
   events?: EventBus
-  /** A Redis connection to use instead of opening one from redisUrl. */
-  redis?: Redis
+  /** A Redis connection (or cluster client) to use instead of opening one from redisUrl / redisClusterNodes. */
+  redis?: RedisClient
   now?: () => number
 }
 
@@ -39,8 +39,9 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
   // without leaving a Redis client reconnecting forever in the host process.
   let table: RouteTable = buildRouteTable(loadConfig(), { identityOrigin })
   const metrics = createGatewayMetrics()
-  const ownsRedis = deps.redis === undefined && options.redisUrl !== undefined
-  const redis: Redis | null = deps.redis ?? (options.redisUrl !== undefined ? createRedis(options.redisUrl) : null)
+  const redisTarget = redisTargetOf(options).target
+  const ownsRedis = deps.redis === undefined && redisTarget !== undefined
+  const redis: RedisClient | null = deps.redis ?? (redisTarget !== undefined ? createRedis(redisTarget) : null)
   // ioredis emits 'error' on every failed reconnect; the state is reported by /readyz, not thrown.
   redis?.on('error', (err: Error) => { log.debug({ err }, 'redis connection error') })
   const ownsEvents = deps.events === undefined
@@ -88,6 +89,16 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
   let watcher: FSWatcher | null = null
   let redisWasDown = false
 
+  /** A cluster client stays 'ready' while one of the masters is dead: the cluster itself knows (one bounded command). */
+  async function clusterWhole (): Promise<boolean> {
+    if (!(redis instanceof Cluster)) return true
+    try {
+      return /cluster_state:ok/.test(await redis.cluster('INFO'))
+    } catch {
+      return false
+    }
+  }
+
   function connectTimeoutMs (origin: string): number {
     const upstream = table.upstreams.find((u) => u.origin === origin)
     return upstream?.timeouts.connectMs ?? 2_000
@@ -134,7 +145,7 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
       const catchUp = (what: string): void => {
         log.info(`${what}: re-reading revocations and dropping L2 key entries that may have missed evictions`)
         void revocations.sync()
-        keys.flushL2().catch((err: unknown) => { log.warn({ err }, 'could not flush L2 key entries') })
+        keys.setAsideL2()
       }
       // With Redis down the subscription completes when it comes back; start does not wait for that.
       const subscribed = subscribeToInvalidations(events, targets, () => { catchUp('invalidation events are heard again') })
@@ -155,8 +166,8 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
     /** What /readyz reports. Ready means it can verify tokens; Redis or identity down is "degraded". */
     async readiness () {
       const identityUp = await identity.healthy()
-      // Up means usable for both jobs: the L2 cache, and hearing invalidation events.
-      const redisState = redis === null ? 'not_configured' : redis.status === 'ready' && events.receiving() ? 'up' : 'down'
+      // Up means usable for both jobs: the L2 cache (a cluster with a dead master is not), and hearing invalidation events.
+      const redisState = redis === null ? 'not_configured' : keys.l2InUse && events.receiving() && await clusterWhole() ? 'up' : 'down'
       const degraded = !identityUp || redisState === 'down'
       return {
         ready: jwks.loaded,
@@ -175,6 +186,7 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
       watcher?.close()
       await unsubscribe?.()
       if (ownsEvents) await events.close()
+      keys.close()
       if (ownsRedis) redis?.disconnect()
       await identity.close()
     }

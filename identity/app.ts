@@ -1,9 +1,8 @@
 import type { FastifyInstance } from 'fastify'
-import type { Redis } from 'ioredis'
 import { createMemoryEventBus, createRedisEventBus, type EventBus } from '../common/event-bus.js'
 import { createHttpApp } from '../common/http-app.js'
 import { registerDocumentation } from '../common/openapi.js'
-import { createRedis, waitForRedis } from '../common/redis.js'
+import { createRedis, waitForRedis, type RedisClient } from '../common/redis.js'
 import type { IdentityConfig } from './config.js'
 import { createIdentityMetrics } from './observability/metrics.js'
 import { IDENTITY_ADMIN_DOCUMENTATION, IDENTITY_PUBLIC_DOCUMENTATION, PUBLIC_ROUTE_PLUGINS } from './openapi.js'
@@ -42,12 +41,12 @@ export interface Identity {
   close: () => Promise<void>
 }
 
-async function connectEvents (config: IdentityConfig, log: FastifyInstance['log']): Promise<{ events: EventBus, redis: Redis | null }> {
-  if (config.redisUrl === undefined) {
+async function connectEvents (config: IdentityConfig, log: FastifyInstance['log']): Promise<{ events: EventBus, redis: RedisClient | null }> {
+  if (config.redis === undefined) {
     log.warn('REDIS_URL is not set: invalidation events stay in this process')
     return { events: createMemoryEventBus(), redis: null }
   }
-  const redis = createRedis(config.redisUrl)
+  const redis = createRedis(config.redis)
   redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis connection error'))
   if (!await waitForRedis(redis, REDIS_START_WAIT_MS)) log.warn('Redis is not reachable yet; events are lost until it is')
   return { events: createRedisEventBus({ redis, channel: config.eventsChannel, log }), redis }

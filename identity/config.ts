@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { ConfigError, validateConfig } from '../common/config.js'
+import { parseRedisTarget, redisEnvProperties, type RedisTarget } from '../common/redis-config.js'
 
 /**
  * Identity configuration: the one schema, validated once at start. Every field is an
@@ -13,7 +14,7 @@ export const IdentityEnvSchema = Type.Object({
   IDENTITY_DATABASE_PATH: Type.String({ minLength: 1, default: './data/identity.db', description: 'SQLite file (WAL mode); created with its folder when missing.' }),
   IDENTITY_ADMIN_TOKEN: Type.String({ minLength: 32, description: 'Credential for /admin/* (Authorization: Bearer). Required; at least 32 characters.' }),
   IDENTITY_SERVICE_TOKEN: Type.String({ minLength: 32, description: 'Credential gateways use for /internal/*. Required; at least 32 characters.' }),
-  REDIS_URL: Type.Optional(Type.String({ minLength: 1, description: 'Redis for invalidation events (redis://…). Unset: events stay in process.' })),
+  ...redisEnvProperties('invalidation events', 'events stay in process.'),
   IDENTITY_EVENTS_CHANNEL: Type.String({ minLength: 1, default: 'portier:events', description: 'Redis pub/sub channel for invalidation events.' }),
   IDENTITY_ISSUER: Type.String({ minLength: 1, default: 'portier-identity', description: 'The `iss` of access tokens.' }),
   IDENTITY_AUDIENCE: Type.String({ minLength: 1, default: 'portier-gateway', description: 'The `aud` of access tokens.' }),
@@ -62,6 +63,9 @@ export interface IdentityCoreConfig {
   adminHost: string
   adminPort: number
   databasePath: string
+  /** Where invalidation events are published (REDIS_URL or REDIS_CLUSTER_NODES); undefined: in process only. */
+  redis: RedisTarget | undefined
+  /** REDIS_URL as given (tools that watch a standalone Redis read it). */
   redisUrl: string | undefined
   eventsChannel: string
   issuer: string
@@ -103,6 +107,8 @@ function coreConfig (e: IdentityCliEnv): IdentityCoreConfig {
     // Re-encrypting with nothing would silently store the keys unencrypted again.
     problems.push('IDENTITY_SIGNING_KEY_ENCRYPTION_KEY_PREVIOUS: requires IDENTITY_SIGNING_KEY_ENCRYPTION_KEY (the new key)')
   }
+  const redis = parseRedisTarget({ url: e.REDIS_URL, clusterNodes: e.REDIS_CLUSTER_NODES })
+  problems.push(...redis.problems)
   if (problems.length > 0) throw new ConfigError('identity environment', problems)
   return {
     host: e.IDENTITY_HOST,
@@ -110,6 +116,7 @@ function coreConfig (e: IdentityCliEnv): IdentityCoreConfig {
     adminHost: e.IDENTITY_ADMIN_HOST,
     adminPort: e.IDENTITY_ADMIN_PORT,
     databasePath: e.IDENTITY_DATABASE_PATH,
+    redis: redis.target,
     redisUrl: e.REDIS_URL,
     eventsChannel: e.IDENTITY_EVENTS_CHANNEL,
     issuer: e.IDENTITY_ISSUER,

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis'
+import type { RedisClient } from '../../common/redis.js'
 import type { FastifyBaseLogger } from 'fastify'
 import type { IdentityClient } from './identity-client.js'
 
@@ -10,7 +10,7 @@ const STALE_USERS_KEY = 'portier:stale-users'
 
 export interface TokenRevocationsOptions {
   identity: Pick<IdentityClient, 'revokedSessionsSince'>
-  redis: Redis | null
+  redis: RedisClient | null
   log: FastifyBaseLogger
   now?: () => number
 }

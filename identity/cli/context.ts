@@ -1,11 +1,10 @@
 import type { Command } from 'commander'
 import type { FastifyBaseLogger } from 'fastify'
-import type { Redis } from 'ioredis'
 import { pino } from 'pino'
 import { Writable } from 'node:stream'
 import { createRedisEventBus, type EventBus } from '../../common/event-bus.js'
 import { REDACTED_PATHS } from '../../common/logger.js'
-import { createRedis, waitForRedis } from '../../common/redis.js'
+import { createRedis, waitForRedis, type RedisClient } from '../../common/redis.js'
 import { warn, type CliIo } from '../../cli/io.js'
 import { formatAnswer, type Answer, type OutputFormat } from '../../cli/output.js'
 import { loadIdentityCliConfig, type IdentityCoreConfig } from '../config.js'
@@ -34,8 +33,8 @@ export interface CommandRun<O> {
 export type CommandBody<O> = (run: CommandRun<O>) => Promise<Answer>
 
 /** Invalidation events for the CLI: gateways hear them only through Redis. */
-async function connectEvents (config: IdentityCoreConfig, io: CliIo): Promise<{ events: EventBus, redis: Redis | null }> {
-  if (config.redisUrl === undefined) {
+async function connectEvents (config: IdentityCoreConfig, io: CliIo): Promise<{ events: EventBus, redis: RedisClient | null }> {
+  if (config.redis === undefined) {
     let warned = false
     const events: EventBus = {
       async publish () {
@@ -49,12 +48,12 @@ async function connectEvents (config: IdentityCoreConfig, io: CliIo): Promise<{ 
     return { events, redis: null }
   }
   // ioredis waits up to 2 s (its default) for a socket that never connected to close: the CLI should just exit.
-  const redis = createRedis(config.redisUrl, { disconnectTimeout: REDIS_DISCONNECT_TIMEOUT_MS })
+  const redis = createRedis(config.redis, { disconnectTimeout: REDIS_DISCONNECT_TIMEOUT_MS })
   let lastError = ''
   // ioredis retries in the background; one summary below is enough (the URL may hold a password: never shown).
   redis.on('error', (err: Error) => { lastError = err.message })
   if (!await waitForRedis(redis, REDIS_WAIT_MS)) {
-    warn(io, `Redis (REDIS_URL) is not reachable${lastError !== '' ? ` (${lastError})` : ''}: invalidation events are lost; gateways notice changes when their caches expire`)
+    warn(io, `Redis (${config.redis.mode === 'cluster' ? 'REDIS_CLUSTER_NODES' : 'REDIS_URL'}) is not reachable${lastError !== '' ? ` (${lastError})` : ''}: invalidation events are lost; gateways notice changes when their caches expire`)
   }
   return { events: createRedisEventBus({ redis, channel: config.eventsChannel, log: stderrLogger(io) }), redis }
 }
@@ -89,7 +88,7 @@ interface OpenIdentity { services: IdentityServices, close: () => Promise<void> 
 async function openIdentity (io: CliIo): Promise<OpenIdentity> {
   const config = loadIdentityCliConfig(io.env)
   const db = openDatabase(config.databasePath)
-  let connected: { events: EventBus, redis: Redis | null } | null = null
+  let connected: { events: EventBus, redis: RedisClient | null } | null = null
   const close = async (): Promise<void> => {
     if (connected !== null) {
       await connected.events.close()

@@ -48,7 +48,10 @@ t.test('options are validated at registration, naming the bad one', async (t) =>
     ['a short service token', { identity: { ...valid.identity, serviceToken: 'short' } }, /identity\.serviceToken/],
     ['a negative TTL', { keyCache: { l1TtlSeconds: -1 } }, /keyCache\.l1TtlSeconds/],
     ['an unknown option', { cacheSize: 3 }, /cacheSize: is not a known option/],
-    ['a non-URL identity', { identity: { ...valid.identity, publicUrl: 'identity' } }, /identity\.publicUrl/]
+    ['a non-URL identity', { identity: { ...valid.identity, publicUrl: 'identity' } }, /identity\.publicUrl/],
+    ['both Redis settings', { redisUrl: 'redis://127.0.0.1:1', redisClusterNodes: ['127.0.0.1:2'] }, /redisUrl and redisClusterNodes: set one of them, not both/],
+    ['a bad cluster node', { redisClusterNodes: ['127.0.0.1:2', 'nope'] }, /redisClusterNodes: node 2 of 2 \("nope"\) is not host:port/],
+    ['an empty cluster', { redisClusterNodes: [] }, /redisClusterNodes: must NOT have fewer than 1 items/]
   ]
   for (const [label, change, message] of cases) {
     const err = await registrationError({ ...valid, ...change } as GatewayPluginOptions)

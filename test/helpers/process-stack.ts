@@ -134,7 +134,7 @@ export interface ProcessStackOptions {
   identityEnv?: Record<string, string>
   /** Every gateway's environment on top of the defaults. */
   gatewayEnv?: Record<string, string>
-  /** A Redis URL to use instead of a private redis-server (e.g. a cluster's). */
+  /** A Redis to use instead of a private redis-server (e.g. startRedisCluster's: its `env` then replaces REDIS_URL). */
   redis?: TestRedis
   gateways?: number
 }
@@ -150,6 +150,7 @@ export async function startProcessStack (t: Test, options: ProcessStackOptions):
   const { leaks } = options
   const dir = tempDir(t, 'portier-processes-')
   const redis = options.redis ?? await startRedis(t)
+  const redisEnv = redis.env ?? { REDIS_URL: redis.url }
 
   const mockPort = await freePort()
   const mock = await startServerProcess(t, {
@@ -178,7 +179,7 @@ export async function startProcessStack (t: Test, options: ProcessStackOptions):
     IDENTITY_EVENTS_CHANNEL: eventsChannel,
     IDENTITY_ARGON2_MEMORY_KIB: '7168',
     IDENTITY_ARGON2_TIME_COST: '5',
-    REDIS_URL: redis.url,
+    ...redisEnv,
     LOG_LEVEL: 'info',
     ...options.identityEnv
   }
@@ -205,7 +206,7 @@ export async function startProcessStack (t: Test, options: ProcessStackOptions):
     IDENTITY_INTERNAL_URL: adminUrl,
     IDENTITY_SERVICE_TOKEN: serviceToken,
     IDENTITY_EVENTS_CHANNEL: eventsChannel,
-    REDIS_URL: redis.url,
+    ...redisEnv,
     LOG_LEVEL: 'info',
     ...options.gatewayEnv
   }

@@ -9,6 +9,8 @@ export interface TestRedis {
   /** Starts it again on the same port after `stop`. */
   restart: () => Promise<void>
   private: boolean
+  /** What points a Portier process at it, when not just REDIS_URL=url (a cluster's seed nodes). */
+  env?: Record<string, string>
 }
 
 export async function freePort (): Promise<number> {
