@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { randomUUID } from 'node:crypto'
 import { installAcceptCheck } from './accept.js'
 import { createAjv } from './ajv.js'
-import { installProblemHandlers, sendProblem, toProblem } from './problem.js'
+import { answerClientError, CommonProblems, installProblemHandlers, sendProblem, toProblem } from './problem.js'
 import { ProblemSchema } from './problem-schema.js'
 import { installRequestLogging, loggerOptions } from './logger.js'
 
@@ -29,10 +29,13 @@ export function createHttpApp (options: HttpAppOptions) {
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: options.bodyLimitBytes,
     trustProxy: options.trustProxy ?? false,
-    return503OnClosing: true,
+    // Fastify's own 503 while closing is plain JSON; the hook below answers it as a problem.
+    return503OnClosing: false,
     requestIdHeader: false,
     // Errors raised before routing (a malformed URL) get the same problem+json answer.
     frameworkErrors: (error, request, reply) => { sendProblem(reply, toProblem(error, request)) },
+    // And requests Node's parser refuses before Fastify sees them.
+    clientErrorHandler: answerClientError,
     genReqId: (req) => {
       const presented = req.headers['x-request-id']
       return typeof presented === 'string' && REQUEST_ID_PATTERN.test(presented) ? presented : randomUUID()
@@ -55,6 +58,11 @@ export function createHttpApp (options: HttpAppOptions) {
     reply.header('x-request-id', request.id)
     if (closing) reply.header('connection', 'close')
     done()
+  })
+  // A request that arrives while draining (on a connection already open) does no work: the client retries elsewhere.
+  app.addHook('onRequest', (_request, reply, done) => {
+    if (closing) sendProblem(reply, CommonProblems.serviceUnavailable())
+    else done()
   })
   installAcceptCheck(app as unknown as FastifyInstance)
   installProblemHandlers(app as unknown as FastifyInstance)

@@ -1,5 +1,6 @@
 import createError from '@fastify/error'
 import { STATUS_CODES } from 'node:http'
+import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 
 /**
@@ -139,6 +140,27 @@ function genericClientProblem (status: number): PortierProblem {
     genericClientProblems.set(status, factory)
   }
   return factory()
+}
+
+/**
+ * Fastify's `clientErrorHandler`: Node's HTTP parser refuses some requests before any
+ * route sees them (CR, LF or NUL in a header, headers over the size limit, conflicting
+ * Content-Length and Transfer-Encoding, a malformed request line). Fastify's default
+ * answers those with plain JSON; they get the same `http_<status>` problem as any
+ * other framework client error, then the connection is closed as Node does.
+ */
+export function answerClientError (error: Error & { code?: string }, socket: Duplex): void {
+  // A reset connection has nobody left to answer.
+  if (error.code === 'ECONNRESET' || socket.destroyed) return
+  const status = error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+    ? 408
+    : error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW' ? 413 : 400
+  const body = JSON.stringify(problemBody(genericClientProblem(status)))
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-type: ${PROBLEM_CONTENT_TYPE}\r\n` +
+      `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`)
+  }
+  socket.destroy(error)
 }
 
 export function problemBody (problem: PortierProblem): ProblemBody {

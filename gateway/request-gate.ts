@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { CommonProblems } from '../common/problem.js'
+import { AuthProblems, CommonProblems } from '../common/problem.js'
 import { permissionDenied, permits, type Authenticate, type Principal } from './auth/authenticate.js'
 import { GatewayProblems } from './errors.js'
 import { ALLOWED_INFLECTION_VALUES, parseInflectionHeader, type KeyCase } from './inflection/index.js'
@@ -31,6 +31,22 @@ function refuseMethodOverride (request: FastifyRequest, search: string): void {
 }
 
 /**
+ * Node keeps only the first of repeated Authorization headers, so which one counted
+ * would depend on the order: like two x-api-key headers, two are one malformed credential.
+ */
+function refuseRepeatedAuthorization (request: FastifyRequest): void {
+  if (request.headers.authorization === undefined) return
+  const raw = request.raw.rawHeaders
+  let seen = 0
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string
+    if (name.length === 13 && name.toLowerCase() === 'authorization' && ++seen > 1) {
+      throw AuthProblems.invalidToken(['The Authorization header is not a well-formed Bearer credential.'])
+    }
+  }
+}
+
+/**
  * The gateway's checks, in DESIGN order, before any body is read: normalise the path
  * (path tricks are refused, never reinterpreted), match the route (404/405), read the
  * inflection header (400), authenticate (400/401/503) and authorise (403).
@@ -56,6 +72,7 @@ export function createRequestGate (deps: { table: () => RouteTable, authenticate
       principal: null,
       inflection: inflection.kind === 'style' ? inflection.style : null
     }
+    refuseRepeatedAuthorization(request)
     if (match.route.auth === 'none') return decision
     const principal = await deps.authenticate(request.headers)
     decision.principal = principal

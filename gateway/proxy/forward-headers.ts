@@ -6,16 +6,24 @@ import type { GateDecision } from '../request-gate.js'
 const PRINCIPAL_HEADER_PREFIX = 'x-portier-'
 
 /**
+ * Headers some frameworks (Symfony, Zend, IIS rewrite) read as the request path instead
+ * of the request line's: the path the gateway authorised must be the one served.
+ */
+const PATH_OVERRIDE_HEADERS = ['x-original-url', 'x-rewrite-url'] as const
+
+/**
  * The request headers the upstream receives. The client's credential is removed (the
  * upstream trusts the gateway's identity headers instead), any client-sent
- * `x-portier-*` is dropped so it cannot impersonate, and X-Forwarded-For gains the
- * peer address so identity records the real client IP (when it trusts the gateway).
+ * `x-portier-*` is dropped so it cannot impersonate, so are path overrides, and
+ * X-Forwarded-For gains the peer address so identity records the real client IP (when
+ * it trusts the gateway).
  * Identity's own routes keep the Authorization header: identity checks it itself.
  */
 export function forwardHeaders (request: FastifyRequest, decision: GateDecision, headers: IncomingHttpHeaders): IncomingHttpHeaders {
   for (const name of Object.keys(headers)) {
     if (name.startsWith(PRINCIPAL_HEADER_PREFIX)) delete headers[name]
   }
+  for (const name of PATH_OVERRIDE_HEADERS) delete headers[name]
   delete headers['x-api-key']
   delete headers['x-api-inflection']
   if (decision.route.auth !== 'none') delete headers.authorization

@@ -47,6 +47,8 @@ function readEscapes (raw: string, start: number): EscapeRun {
     if (high < 0 || low < 0) return { ok: false, reason: 'malformed percent-escape' }
     const byte = high * 16 + low
     if (isStructuralByte(byte)) return { ok: false, reason: 'percent-encoded dot, slash, backslash or NUL' }
+    // `..%3b` is `..;` to an upstream that decodes before it strips matrix parameters.
+    if (byte === SEMICOLON) return { ok: false, reason: 'percent-encoded semicolon (matrix parameters)' }
     if (byte < 0x20 || byte === 0x7f) return { ok: false, reason: 'percent-encoded control character' }
     bytes.push(byte)
     text += isUnreservedNotDot(byte) ? String.fromCharCode(byte) : raw.slice(i, i + 3)
