@@ -66,7 +66,9 @@ export function createJwksCache (options: JwksCacheOptions) {
       const kid = header.kid
       if (typeof kid !== 'string') throw new Error('token has no kid')
       let found = keys.get(kid)
-      if (found === undefined && now() - lastAttempt >= options.cooldownMs) {
+      // A fetch already under way (another request's, or an event's) may bring this kid:
+      // wait for it rather than refuse the first uses of a new key during the cooldown.
+      if (found === undefined && (pending !== null || now() - lastAttempt >= options.cooldownMs)) {
         await refresh()
         found = keys.get(kid)
       }

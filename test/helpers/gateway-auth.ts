@@ -44,6 +44,19 @@ export async function keyCacheCount (gateway: TestGateway, tier: string, result:
 }
 
 /**
+ * What a gateway counted so far: answers it got from the back-office upstream (so a
+ * refused request can be shown never to have reached it), and Bearer tokens its
+ * token check refused.
+ */
+export async function gatewayWitness (gateway: TestGateway): Promise<{ upstream: number, refused: number }> {
+  const [upstream, refused] = await Promise.all([
+    metricSum(gateway, 'portier_gateway_upstream_duration_seconds_count', { upstream: 'backoffice' }),
+    metricSum(gateway, 'portier_gateway_auth_outcomes_total', { credential: 'bearer', outcome: 'invalid' })
+  ])
+  return { upstream, refused }
+}
+
+/**
  * Calls `probe` every `intervalMs` until it returns true. Resolves with the
  * milliseconds since `since` (performance.now()) at that moment, or null after `timeoutMs`.
  */
