@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events'
 import { Cluster, Redis } from 'ioredis'
+import type { RedisClient } from './redis.js'
 import type { FastifyBaseLogger } from 'fastify'
 import { parseAuthEvent, type AuthEvent } from './events.js'
 
@@ -36,7 +37,7 @@ export function createMemoryEventBus (): EventBus {
 
 export interface RedisEventBusOptions {
   /** A connection (or cluster client) used for PUBLISH; the bus opens its own subscriber connection on demand. */
-  redis: Redis | Cluster
+  redis: RedisClient
   channel: string
   log: FastifyBaseLogger
 }

@@ -65,8 +65,6 @@ export interface IdentityCoreConfig {
   databasePath: string
   /** Where invalidation events are published (REDIS_URL or REDIS_CLUSTER_NODES); undefined: in process only. */
   redis: RedisTarget | undefined
-  /** REDIS_URL as given (tools that watch a standalone Redis read it). */
-  redisUrl: string | undefined
   eventsChannel: string
   issuer: string
   audience: string
@@ -117,7 +115,6 @@ function coreConfig (e: IdentityCliEnv): IdentityCoreConfig {
     adminPort: e.IDENTITY_ADMIN_PORT,
     databasePath: e.IDENTITY_DATABASE_PATH,
     redis: redis.target,
-    redisUrl: e.REDIS_URL,
     eventsChannel: e.IDENTITY_EVENTS_CHANNEL,
     issuer: e.IDENTITY_ISSUER,
     audience: e.IDENTITY_AUDIENCE,

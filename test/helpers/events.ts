@@ -41,7 +41,7 @@ interface Waiter {
 /**
  * Subscribes to identity's invalidation channel with a real ioredis subscriber
  * (its own connection, as a gateway would have) and lets a test await events.
- * `config` is the identity's: it must have been started with REDIS_URL.
+ * `redisUrl` is the standalone Redis the identity publishes on, `eventsChannel` its channel.
  */
 export async function watchEvents (
   t: { teardown: (fn: () => unknown) => void },

@@ -28,7 +28,7 @@ interface Setup extends AdminSetup {
 async function setup (t: Test, redis: TestRedis): Promise<Setup> {
   // startIdentity gives every identity its own channel: tests never hear each other.
   const s = await startWithAdmin(t, { REDIS_URL: redis.url })
-  const events = await watchEvents(t, s.config)
+  const events = await watchEvents(t, { redisUrl: redis.url, eventsChannel: s.config.eventsChannel })
   return {
     ...s,
     events,
