@@ -99,10 +99,13 @@ async function confirmRelayed (events: OutboxEventBus, io: CliIo): Promise<void>
     'until then a gateway keeps what it has cached until its cache TTL')
 }
 
-/** The same database, services and event channel as the server, without its HTTP credentials. */
+/**
+ * The same database, services and event channel as the server, without its HTTP
+ * credentials. The database must exist: the CLI never creates one.
+ */
 async function openIdentity (io: CliIo): Promise<OpenIdentity> {
   const config = loadIdentityCliConfig(io.env)
-  const db = openDatabase(config.databasePath)
+  const db = openDatabase(config.databasePath, { create: false })
   const outbox = createOutboxStore(db)
   let connected: { events: OutboxEventBus, redis: RedisClient | null } | null = null
   const close = async (): Promise<void> => {

@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
+import { openDatabase } from '../../identity/store/database.js'
 import { startIdentity, tempDir } from '../helpers/identity.js'
 import { assertStatus } from '../helpers/assert.js'
 import { postLogin, postVerifyKey, refreshTokens } from '../helpers/session-setup.js'
@@ -61,9 +62,16 @@ function exits (t: Tap, result: CliResult, code: number, what = 'exit code'): vo
 /** `args` for an assertion message (printed even on success), with any --password value masked. */
 const commandLine = (args: string[]): string => args.map((arg, i) => (args[i - 1] === '--password' ? '***' : arg)).join(' ')
 
-/** A CLI environment on a fresh temporary database. */
+/** A CLI environment on a fresh temporary database, initialised as identity's server does (the CLI never creates one). */
 function cliEnv (t: Parameters<typeof tempDir>[0], extra: Record<string, string> = {}): Record<string, string> {
-  return { IDENTITY_DATABASE_PATH: join(tempDir(t, 'portier-cli-'), 'identity.db'), ...extra }
+  const path = join(tempDir(t, 'portier-cli-'), 'identity.db')
+  openDatabase(path).close()
+  return { IDENTITY_DATABASE_PATH: path, ...extra }
+}
+
+/** An environment naming a database that does not exist. */
+function missingDatabaseEnv (t: Parameters<typeof tempDir>[0]): Record<string, string> {
+  return { IDENTITY_DATABASE_PATH: join(tempDir(t, 'portier-cli-'), 'identity.db') }
 }
 
 t.before(() => {
@@ -257,7 +265,7 @@ t.test('errors: problems from the services exit 1 with their code', async (t) =>
 })
 
 t.test('bad usage exits 2 naming the option, before touching the database', async (t) => {
-  const env = cliEnv(t)
+  const env = missingDatabaseEnv(t)
   const cases: Array<[string[], RegExp, string?]> = [
     [['users', 'create', '--email', 'not-an-email', '--password-stdin'], /^error: --email: must match format "email"/m, 'long enough password\n'],
     [['users', 'create', '--email', 'a@example.com', '--password', 'pw12345'], /^error: --password: must NOT have fewer than 8 characters/m],
