@@ -1,8 +1,5 @@
-import { LRUCache } from 'lru-cache'
+import { createAttemptBudget } from './attempt-budget.js'
 import type { Clock } from './clock.js'
-
-/** Upper bound on tracked e-mails and IPs: a flood of distinct ones cannot grow memory. */
-const MAX_TRACKED = 100_000
 
 export interface LoginThrottleOptions {
   enabled: boolean
@@ -12,55 +9,62 @@ export interface LoginThrottleOptions {
   clock: Clock
 }
 
-interface Window { failures: number, resetAt: number }
+/** The outcome of a reserved attempt, told back to the throttle once the password was checked. */
+export interface LoginReservation {
+  /** The password was wrong (or the e-mail unknown): the attempt stays counted. */
+  failed: () => void
+  /** The password was right: the e-mail's failures are cleared, the IP's attempt is given back. */
+  succeeded: () => void
+  /** The password was right but the login did not happen (a disabled user): not a failure. */
+  released: () => void
+}
+
+export type LoginAttemptGrant = { allowed: true, reservation: LoginReservation } | { allowed: false, retryAfterSeconds: number }
 
 export type LoginThrottle = ReturnType<typeof createLoginThrottle>
 
+const UNTHROTTLED: LoginReservation = { failed () {}, succeeded () {}, released () {} }
+
 /**
- * Counts failed logins per e-mail and per client IP in fixed windows. Once either
- * count reaches its limit, further attempts are refused (before any password work)
- * until the window ends. State is per identity process: identity is a single writer.
+ * Counts login attempts per e-mail and per client IP in fixed windows. An attempt is
+ * counted (reserved) for both before its password is checked, so that N concurrent
+ * attempts run at most the limit's worth of argon2 verifications, the rest being
+ * refused at once; a success gives its attempt back. Once either count reaches its
+ * limit, further attempts are refused until the window ends. State is per identity
+ * process: identity is a single writer.
  */
 export function createLoginThrottle (options: LoginThrottleOptions) {
-  const { clock } = options
-  const windows = new LRUCache<string, Window>({ max: MAX_TRACKED })
   const windowMs = options.windowSeconds * 1000
-
-  function current (key: string): Window | undefined {
-    const window = windows.get(key)
-    if (window !== undefined && window.resetAt <= clock.now()) {
-      windows.delete(key)
-      return undefined
-    }
-    return window
-  }
-
-  function blockedFor (key: string, limit: number): number {
-    const window = current(key)
-    if (window === undefined || window.failures < limit) return 0
-    return Math.ceil((window.resetAt - clock.now()) / 1000)
-  }
-
-  function bump (key: string): void {
-    const window = current(key)
-    if (window === undefined) windows.set(key, { failures: 1, resetAt: clock.now() + windowMs })
-    else window.failures++
-  }
+  const emails = createAttemptBudget({ limit: options.maxFailuresPerEmail, windowMs, clock: options.clock })
+  const ips = createAttemptBudget({ limit: options.maxFailuresPerIp, windowMs, clock: options.clock })
 
   return {
-    /** Seconds the caller must wait, or 0 if it may try. */
-    retryAfterSeconds (email: string, ip: string): number {
-      if (!options.enabled) return 0
-      return Math.max(blockedFor(`email:${email}`, options.maxFailuresPerEmail), blockedFor(`ip:${ip}`, options.maxFailuresPerIp))
-    },
-    recordFailure (email: string, ip: string): void {
-      if (!options.enabled) return
-      bump(`email:${email}`)
-      bump(`ip:${ip}`)
-    },
-    /** A successful login clears the e-mail's count (not the IP's: one IP may try many accounts). */
-    recordSuccess (email: string): void {
-      windows.delete(`email:${email}`)
+    /**
+     * Either a reservation of one attempt for the e-mail and the IP (report its
+     * outcome on it), or how long to wait. Synchronous: the check and the count
+     * cannot be separated by another request.
+     */
+    attempt (email: string, ip: string): LoginAttemptGrant {
+      if (!options.enabled) return { allowed: true, reservation: UNTHROTTLED }
+      const retryAfterSeconds = Math.max(emails.retryAfterSeconds(email), ips.retryAfterSeconds(ip))
+      if (retryAfterSeconds > 0) return { allowed: false, retryAfterSeconds }
+      emails.take(email)
+      ips.take(ip)
+      let settled = false
+      const settle = (fn: () => void) => () => {
+        if (settled) return
+        settled = true
+        fn()
+      }
+      return {
+        allowed: true,
+        reservation: {
+          failed: settle(() => {}),
+          // A success clears the e-mail's failures, not the IP's (one IP may try many accounts).
+          succeeded: settle(() => { emails.clear(email); ips.giveBack(ip) }),
+          released: settle(() => { emails.giveBack(email); ips.giveBack(ip) })
+        }
+      }
     }
   }
 }

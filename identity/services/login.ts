@@ -35,26 +35,30 @@ export function createLogin (options: LoginOptions) {
 
   return async function login (attempt: LoginAttempt): Promise<TokenSet> {
     const email = normalizeEmail(attempt.email)
-    const retryAfter = throttle.retryAfterSeconds(email, attempt.ipAddress)
-    if (retryAfter > 0) {
+    // Counted before the password is checked: attempts already in flight use up the limit too.
+    const grant = throttle.attempt(email, attempt.ipAddress)
+    if (!grant.allowed) {
       metrics.logins.inc({ outcome: 'throttled' })
-      throw IdentityProblems.loginThrottled([retryAfter], { headers: { 'retry-after': String(retryAfter) } })
+      throw IdentityProblems.loginThrottled([grant.retryAfterSeconds], { headers: { 'retry-after': String(grant.retryAfterSeconds) } })
     }
+    const { reservation } = grant
+    // An exception below leaves the attempt counted, as a failure would.
     const user = users.byEmail(email)
     const verified = user === null
       ? (await hasher.verifyAgainstDummy(attempt.password), false)
       : await hasher.verify(user.passwordHash, attempt.password)
     if (!verified || user === null) {
-      throttle.recordFailure(email, attempt.ipAddress)
+      reservation.failed()
       metrics.logins.inc({ outcome: 'failure' })
       throw IdentityProblems.invalidCredentials()
     }
     // Only after the password proved who is asking do we say the account is disabled.
     if (user.disabledAt !== null) {
+      reservation.released()
       metrics.logins.inc({ outcome: 'failure' })
       throw IdentityProblems.userDisabled()
     }
-    throttle.recordSuccess(email)
+    reservation.succeeded()
     if (hasher.needsRehash(user.passwordHash)) await userAccounts.rehash(user.id, attempt.password)
     const tokenSet = await sessions.open(user.id, { ipAddress: attempt.ipAddress, userAgent: attempt.userAgent })
     metrics.logins.inc({ outcome: 'success' })
