@@ -19,6 +19,7 @@ import { healthRoutes } from './routes/health.js'
 import { systemClock, type Clock } from './services/clock.js'
 import { createIdentityServices, type IdentityServices } from './services/index.js'
 import { openDatabase, type Db } from './store/database.js'
+import { describeDatabaseModes, inspectDatabaseModes } from './store/database-permissions.js'
 
 /** How long start-up waits for Redis before running degraded (events then get lost, logged). */
 const REDIS_START_WAIT_MS = 2_000
@@ -66,7 +67,11 @@ export async function buildIdentity (config: IdentityConfig, options: BuildIdent
   const publicApp = createHttpApp({ ...common, name: 'identity' })
   const adminApp = createHttpApp({ ...common, name: 'identity-admin' })
 
+  const modesBefore = inspectDatabaseModes(config.databasePath)
   const db = openDatabase(config.databasePath)
+  const modes = describeDatabaseModes(config.databasePath, modesBefore)
+  for (const line of modes.info) publicApp.log.info(line)
+  for (const line of modes.warn) publicApp.log.warn(line)
   const { events, redis } = options.events !== undefined
     ? { events: options.events, redis: null }
     : await connectEvents(config, publicApp.log)

@@ -1,6 +1,5 @@
 import Database from 'better-sqlite3'
-import { mkdirSync } from 'node:fs'
-import { dirname } from 'node:path'
+import { prepareDatabaseFiles } from './database-permissions.js'
 import { migrate } from './migrations.js'
 
 export type Db = Database.Database
@@ -13,7 +12,8 @@ const BUSY_TIMEOUT_MS = 5_000
  * enforced, and every pending migration applied.
  */
 export function openDatabase (path: string): Db {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
+  // Folder 0700, files 0600, before SQLite creates any of them (see database-permissions.ts).
+  prepareDatabaseFiles(path)
   const db = new Database(path)
   db.pragma('journal_mode = WAL')
   db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
