@@ -5,6 +5,7 @@ import { registerDocumentation } from '../common/openapi.js'
 import { createRedis, waitForRedis, type RedisClient } from '../common/redis.js'
 import type { IdentityConfig } from './config.js'
 import { createIdentityMetrics } from './observability/metrics.js'
+import { warnOnUntrustedForwarding } from './observability/untrusted-forwarding.js'
 import { IDENTITY_ADMIN_DOCUMENTATION, IDENTITY_PUBLIC_DOCUMENTATION, PUBLIC_ROUTE_PLUGINS } from './openapi.js'
 import { guardAdminListener } from './routes/admin/credential-guard.js'
 import { adminApiKeyRoutes } from './routes/admin/api-keys.js'
@@ -66,6 +67,8 @@ export async function buildIdentity (config: IdentityConfig, options: BuildIdent
   }
   const publicApp = createHttpApp({ ...common, name: 'identity' })
   const adminApp = createHttpApp({ ...common, name: 'identity-admin' })
+  // The public listener is what gateways forward to: say when their client addresses are ignored.
+  warnOnUntrustedForwarding(publicApp as unknown as FastifyInstance, config.trustProxy)
 
   const modesBefore = inspectDatabaseModes(config.databasePath)
   const db = openDatabase(config.databasePath)
