@@ -10,6 +10,7 @@ import { formatAnswer, type Answer, type OutputFormat } from '../../cli/output.j
 import { loadIdentityCliConfig, type IdentityCoreConfig } from '../config.js'
 import { systemClock } from '../services/clock.js'
 import { createIdentityServices, type IdentityServices, type ServicesLog } from '../services/index.js'
+import { withStoredEncryptionKey } from '../store/credentials-file.js'
 import { openDatabase } from '../store/database.js'
 
 /** How long a command waits for Redis before going on without it (as the server at start). */
@@ -86,7 +87,8 @@ interface OpenIdentity { services: IdentityServices, close: () => Promise<void> 
 
 /** The same database, services and event channel as the server, without its HTTP credentials. */
 async function openIdentity (io: CliIo): Promise<OpenIdentity> {
-  const config = loadIdentityCliConfig(io.env)
+  // Beside an npm start database, its credentials file holds the signing keys' encryption key.
+  const config = loadIdentityCliConfig(withStoredEncryptionKey(io.env))
   const db = openDatabase(config.databasePath)
   let connected: { events: EventBus, redis: RedisClient | null } | null = null
   const close = async (): Promise<void> => {
