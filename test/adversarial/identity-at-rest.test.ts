@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { DEFAULT_UPSTREAMS_FILE } from '../helpers/gateway.js'
+import { DEMO_STARTED, demoEnvironment } from '../helpers/demo.js'
 import { http } from '../helpers/http.js'
 import { tempDir } from '../helpers/identity.js'
 import { builtEntry, REPO_ROOT, startProcess } from '../helpers/process.js'
@@ -19,31 +19,7 @@ import { freePort } from '../helpers/redis.js'
  * next start), and the CLI, run on the same database, finds that key by itself.
  */
 
-const STARTED = /Ctrl-C stops Portier/
 const modeOf = (path: string): string => `0${(statSync(path).mode & 0o777).toString(8)}`
-
-interface Demo { env: Record<string, string>, dir: string, databasePath: string, gateway: string }
-
-async function demoEnvironment (t: Test, dir = join(tempDir(t, 'portier-at-rest-'), 'data')): Promise<Demo> {
-  const [gatewayPort, identityPort, adminPort, mockPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()])
-  const upstreams = join(dir, '..', 'upstreams.yaml')
-  writeFileSync(upstreams, readFileSync(DEFAULT_UPSTREAMS_FILE, 'utf8').replaceAll('http://127.0.0.1:4000', `http://127.0.0.1:${mockPort}`))
-  const databasePath = join(dir, 'identity.db')
-  return {
-    env: {
-      GATEWAY_PORT: String(gatewayPort),
-      IDENTITY_PORT: String(identityPort),
-      IDENTITY_ADMIN_PORT: String(adminPort),
-      UPSTREAM_MOCK_PORT: String(mockPort),
-      IDENTITY_DATABASE_PATH: databasePath,
-      GATEWAY_UPSTREAMS_FILE: upstreams,
-      LOG_LEVEL: 'info'
-    },
-    dir,
-    databasePath,
-    gateway: `http://127.0.0.1:${gatewayPort}`
-  }
-}
 
 /** The `portier` CLI as an operator runs it: a process with only the database path (and PATH). */
 async function cli (args: string[], env: Record<string, string>): Promise<{ code: number | null, stdout: string, stderr: string }> {
@@ -78,7 +54,7 @@ function assertOwnerOnly (t: Test, databasePath: string, label: string): void {
 
 t.test('npm start on a fresh folder: 0700 / 0600, signing keys encrypted with a generated key the CLI finds too', async (t) => {
   const demo = await demoEnvironment(t)
-  const running = startProcess(t, 'dist/demo/start.js', demo.env, STARTED)
+  const running = startProcess(t, 'dist/demo/start.js', demo.env, DEMO_STARTED)
   t.ok(await running.ready, 'npm start prints its banner', { stderr: running.stderr().slice(-2000) })
 
   t.equal(modeOf(demo.dir), '0700', 'the data folder is 0700')
@@ -147,7 +123,7 @@ t.test('an install from before: the next npm start adds the key, encrypts the ke
   t.ok(storedPrivateKeys(demo.databasePath).every((k) => k.includes('PRIVATE KEY')), 'the older database holds its keys in clear')
   chmodSync(demo.databasePath, 0o644)
 
-  const running = startProcess(t, 'dist/demo/start.js', demo.env, STARTED)
+  const running = startProcess(t, 'dist/demo/start.js', demo.env, DEMO_STARTED)
   t.ok(await running.ready, 'npm start starts on the older install', { stderr: running.stderr().slice(-2000) })
   const credentials = JSON.parse(readFileSync(join(demo.dir, 'credentials.json'), 'utf8')) as Record<string, string>
   t.same({ adminToken: credentials.adminToken, serviceToken: credentials.serviceToken }, tokens, 'the tokens are kept')
