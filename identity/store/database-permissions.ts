@@ -45,7 +45,7 @@ export function inspectDatabaseModes (path: string): DatabaseModes {
  * file is created empty with 0600 (SQLite treats an empty file as a new database), and
  * existing database files that group or others may access are set to 0600. An existing
  * folder is left as it is (it may be a volume's mount point, or shared with other
- * files): `describeDatabaseModes` says so instead.
+ * files): `describeDatabaseModes` notes it instead.
  */
 export function prepareDatabaseFiles (path: string): void {
   if (!isFile(path)) return
@@ -64,16 +64,17 @@ export function prepareDatabaseFiles (path: string): void {
 
 /**
  * Log lines comparing the modes found before the files were prepared with those after:
- * the files that were tightened, those that could not be, and a folder that others can
- * still list or enter.
+ * the files that were tightened and those that could not be (warnings), and a folder
+ * that others can still list or enter (a note).
  */
 export function describeDatabaseModes (path: string, before: DatabaseModes, after: DatabaseModes = inspectDatabaseModes(path)): { info: string[], warn: string[] } {
   const stillLoose = new Set(after.looseFiles.map(({ file }) => file))
-  const info = before.looseFiles.filter(({ file }) => !stillLoose.has(file))
+  const info: string[] = before.looseFiles.filter(({ file }) => !stillLoose.has(file))
     .map(({ file, mode }) => `database file ${basename(file)} was ${octal(mode)}: set to ${octal(DATABASE_FILE_MODE)} (owner only)`)
   const warn = after.looseFiles.map(({ file, mode }) => `database file ${file} is ${octal(mode)} and could not be set to ${octal(DATABASE_FILE_MODE)}: other users may read it; make identity's user its owner`)
   if (after.looseFolderMode !== null) {
-    warn.push(`the database folder ${dirname(path)} is ${octal(after.looseFolderMode)}: other users can see which files it holds; ` +
+    // A note, not a warning: the files are what matter, and volumes are often group-owned on purpose (Kubernetes' fsGroup).
+    info.push(`the database folder ${dirname(path)} is ${octal(after.looseFolderMode)}: other users can see which files it holds; ` +
       `the files are ${octal(DATABASE_FILE_MODE)}, and chmod ${octal(DATABASE_FOLDER_MODE).slice(1)} on the folder hides them too`)
   }
   return { info, warn }

@@ -101,7 +101,7 @@ t.test('npm start on a fresh folder: 0700 / 0600, signing keys encrypted with a 
   t.equal((await running.exited).code, 0, 'Ctrl-C exits 0')
 })
 
-t.test('an install from before: the next npm start adds the key, encrypts the keys, tightens the files, warns about the folder', async (t) => {
+t.test('an install from before: the next npm start adds the key, encrypts the keys, tightens the files, notes the folder', async (t) => {
   const demo = await demoEnvironment(t)
   mkdirSync(demo.dir, { mode: 0o755 })
   chmodSync(demo.dir, 0o755)
@@ -134,7 +134,7 @@ t.test('an install from before: the next npm start adds the key, encrypts the ke
   t.match(running.stdout(), /database file identity\.db was 0644: set to 0600/, 'the loose database file is tightened, logged')
   assertOwnerOnly(t, demo.databasePath, 'after the upgrade')
   t.equal(modeOf(demo.dir), '0755', 'the existing folder is left as it is')
-  t.match(running.stdout(), /the database folder \S+ is 0755: other users can see which files it holds/, 'with a warning')
+  t.match(running.stdout(), /the database folder \S+ is 0755: other users can see which files it holds/, 'with a note')
   running.child.kill('SIGINT')
   t.equal((await running.exited).code, 0)
 })

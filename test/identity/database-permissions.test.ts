@@ -9,7 +9,7 @@ import { startIdentity, tempDir } from '../helpers/identity.js'
  * identity.db holds password and key hashes and the signing keys; its WAL holds recent
  * pages of all of it. The folder identity creates is 0700 and every database file 0600,
  * whatever the umask; loose files of an older install are tightened at open (logged);
- * an existing folder is left as it is, with a warning when others can enter it.
+ * an existing folder is left as it is, with a note when others can enter it.
  */
 
 const modeOf = (path: string): number => statSync(path).mode & 0o777
@@ -31,7 +31,7 @@ t.test('a new database: folder 0700, identity.db, -wal and -shm 0600, even with 
   t.equal(octal(modeOf(join(databasePath, '..'))), '0700', 'the folder identity created is 0700')
   t.equal(octal(modeOf(join(databasePath, '..', '..'))), '0700', 'so is every folder it created on the way')
   assertOwnerOnly(t, databasePath, 'server')
-  t.notOk(identity.logText().includes('database folder'), 'no warning about a folder identity created itself')
+  t.notOk(identity.logText().includes('database folder'), 'no note about a folder identity created itself')
 })
 
 t.test('openDatabase (what the CLI and scripts use) creates the same modes', async (t) => {
@@ -44,7 +44,7 @@ t.test('openDatabase (what the CLI and scripts use) creates the same modes', asy
   assertOwnerOnly(t, databasePath, 'openDatabase')
 })
 
-t.test('an older install: loose files are set to 0600 and logged; the folder is left, with a warning', async (t) => {
+t.test('an older install: loose files are set to 0600 and logged; the folder is left, with a note', async (t) => {
   const folder = join(tempDir(t), 'data')
   mkdirSync(folder, { mode: 0o755 })
   chmodSync(folder, 0o755)
@@ -65,7 +65,7 @@ t.test('an older install: loose files are set to 0600 and logged; the folder is 
     t.ok(lines.some((l) => l.level === 30 && l.msg === `database file ${name} was 0644: set to 0600 (owner only)`), `logged: ${name} tightened`)
   }
   t.equal(octal(modeOf(folder)), '0755', 'the existing folder is not changed')
-  const warning = lines.find((l) => l.level === 40 && l.msg.startsWith(`the database folder ${folder} is 0755`))
-  t.ok(warning, 'a warning names the folder and its mode')
-  t.match(warning?.msg, /chmod 700/, 'and says how to hide the names too')
+  const note = lines.find((l) => l.level === 30 && l.msg.startsWith(`the database folder ${folder} is 0755`))
+  t.ok(note, 'a note names the folder and its mode')
+  t.match(note?.msg, /chmod 700/, 'and says how to hide the names too')
 })
