@@ -1,5 +1,6 @@
 import { createAttemptBudget } from './attempt-budget.js'
 import type { Clock } from './clock.js'
+import { clientNetwork } from './client-network.js'
 
 export interface LoginThrottleOptions {
   enabled: boolean
@@ -26,7 +27,7 @@ export type LoginThrottle = ReturnType<typeof createLoginThrottle>
 const UNTHROTTLED: LoginReservation = { failed () {}, succeeded () {}, released () {} }
 
 /**
- * Counts login attempts per e-mail and per client IP in fixed windows. An attempt is
+ * Counts login attempts per e-mail and per client IP (an IPv6 client by its /64) in fixed windows. An attempt is
  * counted (reserved) for both before its password is checked, so that N concurrent
  * attempts run at most the limit's worth of argon2 verifications, the rest being
  * refused at once; a success gives its attempt back. Once either count reaches its
@@ -44,8 +45,10 @@ export function createLoginThrottle (options: LoginThrottleOptions) {
      * outcome on it), or how long to wait. Synchronous: the check and the count
      * cannot be separated by another request.
      */
-    attempt (email: string, ip: string): LoginAttemptGrant {
+    attempt (email: string, address: string): LoginAttemptGrant {
       if (!options.enabled) return { allowed: true, reservation: UNTHROTTLED }
+      // One bucket per IPv4 address or IPv6 /64 (see client-network.ts).
+      const ip = clientNetwork(address)
       const retryAfterSeconds = Math.max(emails.retryAfterSeconds(email), ips.retryAfterSeconds(ip))
       if (retryAfterSeconds > 0) return { allowed: false, retryAfterSeconds }
       emails.take(email)

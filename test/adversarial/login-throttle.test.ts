@@ -10,7 +10,8 @@ import { startProcessStack, type ProcessStack } from '../helpers/process-stack.j
  * Login throttling against concurrency and shared addresses, through real gateway and
  * identity processes. An attempt counts before its password is checked, so N
  * concurrent attempts run at most the limit's worth of argon2 verifications and the
- * rest get 429 with Retry-After (per e-mail, per IP, and for one e-mail from many IPs).
+ * rest get 429 with Retry-After (per e-mail, per IP, per IPv6 /64, and for one e-mail
+ * from many IPs).
  * With identity trusting the gateway as `npm start` and the deployments set it up,
  * each client has its own IP bucket: bad logins from many clients lock nobody else
  * out. Without that trust, identity warns that it sees the gateway as every client.
@@ -79,6 +80,13 @@ t.test('identity trusting the gateway (npm start: loopback; compose and Kubernet
   await t.test('30 concurrent attempts on one e-mail from 30 IPs: at most 5 checks (the e-mail limit)', async (t) => {
     const attempts = Array.from({ length: 30 }, (_, i) => async () => await login(stack, { email: 'carol@example.com', password: `guess ${i}` }, `198.51.100.${i + 1}`))
     await burst(t, stack, attempts, PER_EMAIL)
+  })
+
+  await t.test('40 concurrent attempts on 40 e-mails from 40 addresses of one IPv6 /64: at most 20 checks', async (t) => {
+    const attempts = Array.from({ length: 40 }, (_, i) => async () =>
+      await login(stack, { email: `v6user${i}@example.com`, password: 'wrong password' }, `2001:db8:aa:bb::${(i + 1).toString(16)}`))
+    await burst(t, stack, attempts, PER_IP)
+    t.equal((await login(stack, BOB, '2001:db8:aa:bc::1')).status, 201, 'the next /64 is another client')
   })
 
   await t.test('25 bad logins from 25 clients do not lock out a login from another client', async (t) => {
