@@ -5,7 +5,7 @@ import { registerDocumentation } from '../common/openapi.js'
 import { createRedis, waitForRedis, type RedisClient } from '../common/redis.js'
 import type { IdentityConfig } from './config.js'
 import { createIdentityMetrics } from './observability/metrics.js'
-import { warnOnUntrustedForwarding } from './observability/untrusted-forwarding.js'
+import { trustEveryoneWarning, warnOnUntrustedForwarding } from './observability/untrusted-forwarding.js'
 import { IDENTITY_ADMIN_DOCUMENTATION, IDENTITY_PUBLIC_DOCUMENTATION, PUBLIC_ROUTE_PLUGINS } from './openapi.js'
 import { guardAdminListener } from './routes/admin/credential-guard.js'
 import { adminApiKeyRoutes } from './routes/admin/api-keys.js'
@@ -69,6 +69,8 @@ export async function buildIdentity (config: IdentityConfig, options: BuildIdent
   const adminApp = createHttpApp({ ...common, name: 'identity-admin' })
   // The public listener is what gateways forward to: say when their client addresses are ignored.
   warnOnUntrustedForwarding(publicApp as unknown as FastifyInstance, config.trustProxy)
+  const trustWarning = trustEveryoneWarning(config.trustProxy)
+  if (trustWarning !== null) publicApp.log.warn(trustWarning)
 
   const modesBefore = inspectDatabaseModes(config.databasePath)
   const db = openDatabase(config.databasePath)

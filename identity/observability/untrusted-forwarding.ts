@@ -40,3 +40,15 @@ export function warnOnUntrustedForwarding (app: FastifyInstance, trustProxy: boo
     done()
   })
 }
+
+/**
+ * A start-up warning for IDENTITY_TRUST_PROXY=true: every peer's X-Forwarded-For is then
+ * believed, so a client that reaches identity directly picks its own address, and with
+ * it a fresh per-IP login budget for each request.
+ */
+export function trustEveryoneWarning (trustProxy: boolean | string): string | null {
+  if (trustProxy !== true) return null
+  return 'IDENTITY_TRUST_PROXY=true believes X-Forwarded-For from any peer: a client that reaches identity directly ' +
+    'chooses the address per-IP login throttling counts. Set it to the gateways\' addresses (and the proxies in front of them) instead, ' +
+    'or make sure nothing else can reach identity\'s public port'
+}

@@ -42,3 +42,11 @@ t.test('a trust list that does not name the peer: reported', async (t) => {
   await http(`${s.publicUrl}/sessions`, { body: BAD_LOGIN, headers: { 'x-real-ip': '203.0.113.7', 'x-forwarded-for': '203.0.113.7' } })
   t.match(warningsIn(s.logs), [{ peer: '127.0.0.1', headers: ['x-forwarded-for', 'x-real-ip'] }])
 })
+
+t.test('IDENTITY_TRUST_PROXY=true: a warning at start that any peer chooses its address', async (t) => {
+  const trusting = await startIdentity(t, { IDENTITY_TRUST_PROXY: 'true' })
+  t.ok(trusting.logs.some((l) => l.level === 40 && /^IDENTITY_TRUST_PROXY=true believes X-Forwarded-For from any peer/.test(String(l.msg))),
+    'a warning names the setting and the risk')
+  const listing = await startIdentity(t, { IDENTITY_TRUST_PROXY: '10.0.0.11,10.0.0.12' })
+  t.notOk(listing.logs.some((l) => String(l.msg).includes('IDENTITY_TRUST_PROXY=true')), 'a list of gateways: no such warning')
+})
