@@ -128,20 +128,36 @@ export function createApiKeys (options: ApiKeysOptions) {
     const parsed = parseApiKey(presented)
     if (parsed === null) return refused('malformed')
     const { lookupId } = parsed
-    const stored = store.secretByLookupId(lookupId)
-    if (stored === null) {
-      secrets.verifyAgainstNothing(parsed.secret)
-      return refused('unknown')
-    }
-    // Legacy argon2id rows cost an argon2 run per check: bounded per lookup id, counted before the run.
-    const legacy = secrets.schemeOf(stored.secretHash) === 'argon2id'
-    if (legacy) {
+    let stored: ApiKeySecretRecord | null
+    let legacy: boolean
+    // Legacy argon2id rows cost an argon2 run per check: at most the budget's failures and
+    // running checks per lookup id; a check beyond waits for a running one to end, then reads
+    // the row again (the one that ended may have rewritten it as SHA-256).
+    for (;;) {
+      stored = store.secretByLookupId(lookupId)
+      if (stored === null) {
+        secrets.verifyAgainstNothing(parsed.secret)
+        return refused('unknown')
+      }
+      legacy = secrets.schemeOf(stored.secretHash) === 'argon2id'
+      if (!legacy) break
       if (legacyBudget.retryAfterSeconds(lookupId) > 0) return refused('unknown', 'throttled')
-      legacyBudget.take(lookupId)
+      if (legacyBudget.hasRoom(lookupId)) {
+        legacyBudget.start(lookupId)
+        break
+      }
+      await legacyBudget.ended(lookupId)
     }
-    const { valid, upgradedHash } = await secrets.verify(stored.secretHash, parsed.secret)
+    let valid: boolean
+    let upgradedHash: string | null
+    try {
+      ({ valid, upgradedHash } = await secrets.verify(stored.secretHash, parsed.secret))
+    } catch (err) {
+      if (legacy) legacyBudget.end(lookupId, 'failure', false)
+      throw err
+    }
+    if (legacy) legacyBudget.end(lookupId, valid ? 'success' : 'failure', true)
     if (!valid) return refused('unknown', 'wrong_secret')
-    if (legacy) legacyBudget.giveBack(lookupId)
     if (upgradedHash !== null && store.replaceSecretHash(lookupId, stored.secretHash, upgradedHash)) metrics.keyHashUpgrades.inc()
     // Read after the check: a revocation, rotation or change that landed during an argon2 run wins.
     const secret = store.secretByLookupId(lookupId)

@@ -1,4 +1,4 @@
-import { createAttemptBudget } from './attempt-budget.js'
+import { createAttemptBudget, type AttemptOutcome } from './attempt-budget.js'
 import type { Clock } from './clock.js'
 import { clientNetwork } from './client-network.js'
 
@@ -10,13 +10,13 @@ export interface LoginThrottleOptions {
   clock: Clock
 }
 
-/** The outcome of a reserved attempt, told back to the throttle once the password was checked. */
+/** An attempt let through: tell the throttle how it ended, exactly once (further calls are ignored). */
 export interface LoginReservation {
-  /** The password was wrong (or the e-mail unknown): the attempt stays counted. */
+  /** The password was wrong, the e-mail unknown, or the check itself failed. */
   failed: () => void
-  /** The password was right: the e-mail's failures are cleared, the IP's attempt is given back. */
+  /** The password was right: the e-mail's failures are cleared (not the IP's: one IP may try many accounts). */
   succeeded: () => void
-  /** The password was right but the login did not happen (a disabled user): not a failure. */
+  /** The password was right but no login happened (a disabled user): neither a failure nor a success. */
   released: () => void
 }
 
@@ -27,12 +27,14 @@ export type LoginThrottle = ReturnType<typeof createLoginThrottle>
 const UNTHROTTLED: LoginReservation = { failed () {}, succeeded () {}, released () {} }
 
 /**
- * Counts login attempts per e-mail and per client IP (an IPv6 client by its /64) in fixed windows. An attempt is
- * counted (reserved) for both before its password is checked, so that N concurrent
- * attempts run at most the limit's worth of argon2 verifications, the rest being
- * refused at once; a success gives its attempt back. Once either count reaches its
- * limit, further attempts are refused until the window ends. State is per identity
- * process: identity is a single writer.
+ * Counts failed logins per e-mail and per client IP (an IPv6 client by its /64) in
+ * fixed windows, together with the attempts still being checked: an attempt starts
+ * only while failures and running checks stay within both limits, and otherwise waits
+ * for a running one to end (see attempt-budget.ts). N concurrent wrong passwords thus
+ * run at most the limit's worth of argon2 verifications, the rest answered 429 once
+ * those have failed, while concurrent right passwords all log in. Once either count of
+ * failures reaches its limit, further attempts are refused until the window ends.
+ * State is per identity process: identity is a single writer.
  */
 export function createLoginThrottle (options: LoginThrottleOptions) {
   const windowMs = options.windowSeconds * 1000
@@ -40,34 +42,29 @@ export function createLoginThrottle (options: LoginThrottleOptions) {
   const ips = createAttemptBudget({ limit: options.maxFailuresPerIp, windowMs, clock: options.clock })
 
   return {
-    /**
-     * Either a reservation of one attempt for the e-mail and the IP (report its
-     * outcome on it), or how long to wait. Synchronous: the check and the count
-     * cannot be separated by another request.
-     */
-    attempt (email: string, address: string): LoginAttemptGrant {
+    /** A reservation of one attempt for the e-mail and the IP, or how long to wait; may wait for running attempts to end. */
+    async attempt (email: string, address: string): Promise<LoginAttemptGrant> {
       if (!options.enabled) return { allowed: true, reservation: UNTHROTTLED }
-      // One bucket per IPv4 address or IPv6 /64 (see client-network.ts).
       const ip = clientNetwork(address)
-      const retryAfterSeconds = Math.max(emails.retryAfterSeconds(email), ips.retryAfterSeconds(ip))
-      if (retryAfterSeconds > 0) return { allowed: false, retryAfterSeconds }
-      emails.take(email)
-      ips.take(ip)
-      let settled = false
-      const settle = (fn: () => void) => () => {
-        if (settled) return
-        settled = true
-        fn()
+      for (;;) {
+        const retryAfterSeconds = Math.max(emails.retryAfterSeconds(email), ips.retryAfterSeconds(ip))
+        if (retryAfterSeconds > 0) return { allowed: false, retryAfterSeconds }
+        const emailRoom = emails.hasRoom(email)
+        const ipRoom = ips.hasRoom(ip)
+        if (emailRoom && ipRoom) break
+        // Both checks and the start below run without yielding: no other attempt slips in between.
+        await Promise.race([...(emailRoom ? [] : [emails.ended(email)]), ...(ipRoom ? [] : [ips.ended(ip)])])
       }
-      return {
-        allowed: true,
-        reservation: {
-          failed: settle(() => {}),
-          // A success clears the e-mail's failures, not the IP's (one IP may try many accounts).
-          succeeded: settle(() => { emails.clear(email); ips.giveBack(ip) }),
-          released: settle(() => { emails.giveBack(email); ips.giveBack(ip) })
-        }
+      emails.start(email)
+      ips.start(ip)
+      let ended = false
+      const end = (outcome: AttemptOutcome) => () => {
+        if (ended) return
+        ended = true
+        emails.end(email, outcome, true)
+        ips.end(ip, outcome, false)
       }
+      return { allowed: true, reservation: { failed: end('failure'), succeeded: end('success'), released: end('neutral') } }
     }
   }
 }

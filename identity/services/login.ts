@@ -35,18 +35,25 @@ export function createLogin (options: LoginOptions) {
 
   return async function login (attempt: LoginAttempt): Promise<TokenSet> {
     const email = normalizeEmail(attempt.email)
-    // Counted before the password is checked: attempts already in flight use up the limit too.
-    const grant = throttle.attempt(email, attempt.ipAddress)
+    // Let through only within the limits, counting the checks still running (see login-throttle.ts).
+    const grant = await throttle.attempt(email, attempt.ipAddress)
     if (!grant.allowed) {
       metrics.logins.inc({ outcome: 'throttled' })
       throw IdentityProblems.loginThrottled([grant.retryAfterSeconds], { headers: { 'retry-after': String(grant.retryAfterSeconds) } })
     }
     const { reservation } = grant
-    // An exception below leaves the attempt counted, as a failure would.
-    const user = users.byEmail(email)
-    const verified = user === null
-      ? (await hasher.verifyAgainstDummy(attempt.password), false)
-      : await hasher.verify(user.passwordHash, attempt.password)
+    let user: ReturnType<UsersStore['byEmail']>
+    let verified: boolean
+    try {
+      user = users.byEmail(email)
+      verified = user === null
+        ? (await hasher.verifyAgainstDummy(attempt.password), false)
+        : await hasher.verify(user.passwordHash, attempt.password)
+    } catch (err) {
+      // The check itself failed: the attempt ends (and counts) as a failure, so that it never blocks the ones waiting.
+      reservation.failed()
+      throw err
+    }
     if (!verified || user === null) {
       reservation.failed()
       metrics.logins.inc({ outcome: 'failure' })

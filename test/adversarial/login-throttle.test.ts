@@ -11,7 +11,7 @@ import { startProcessStack, type ProcessStack } from '../helpers/process-stack.j
  * identity processes. An attempt counts before its password is checked, so N
  * concurrent attempts run at most the limit's worth of argon2 verifications and the
  * rest get 429 with Retry-After (per e-mail, per IP, per IPv6 /64, and for one e-mail
- * from many IPs).
+ * from many IPs), while as many concurrent right passwords all log in.
  * With identity trusting the gateway as `npm start` and the deployments set it up,
  * each client has its own IP bucket: bad logins from many clients lock nobody else
  * out. Without that trust, identity warns that it sees the gateway as every client.
@@ -69,6 +69,11 @@ t.test('identity trusting the gateway (npm start: loopback; compose and Kubernet
     t.ok(answers.filter((a) => a.status === 429).length >= 30 - PER_EMAIL, 'at least 25 refused before any check')
     assertProblem(t, await login(stack, stack.user, '203.0.113.11'), 429, 'login_throttled', 'the locked e-mail, right password, another IP: still 429')
     t.equal((await login(stack, BOB, '203.0.113.10')).status, 201, 'another user logs in meanwhile, from the same IP')
+  })
+
+  await t.test('30 concurrent right passwords for one user from one IP: all log in, none throttled', async (t) => {
+    const answers = await Promise.all(Array.from({ length: 30 }, async () => await login(stack, BOB, '203.0.113.30')))
+    t.same(answers.map((a) => a.status), Array(30).fill(201), 'running checks beyond the limit wait; right passwords are never refused')
   })
 
   await t.test('40 concurrent attempts on 40 e-mails from one IP: at most 20 checks (the IP limit)', async (t) => {

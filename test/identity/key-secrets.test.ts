@@ -89,6 +89,18 @@ t.test('happy: a legacy argon2id row verifies once with argon2, is rewritten as 
   t.match((await s.admin('GET', `/admin/keys/${legacy.id}`)).body.api_key.secrets, [{ use_count: 6 }], 'every use counted')
 })
 
+t.test('happy: 20 concurrent first uses of a legacy row all verify; argon2 runs at most the budget, the rest find SHA-256', async (t) => {
+  const s = await setup(t)
+  const legacy = await s.legacyKey('popular')
+  const before = await counters(s)
+  const answers = await Promise.all(Array.from({ length: 20 }, async () => await s.keys.verify(legacy.key)))
+  t.ok(answers.every((a) => a.valid === true), 'all 20 valid: none refused for waiting')
+  const after = await counters(s)
+  t.ok(moved(before, after, ARGON2_KEY_VERIFY) <= LEGACY_WRONG_SECRETS_PER_WINDOW, `${moved(before, after, ARGON2_KEY_VERIFY)} argon2 runs, at most ${LEGACY_WRONG_SECRETS_PER_WINDOW}`)
+  t.equal(moved(before, after, SHA256_CHECKS), 20 - moved(before, after, ARGON2_KEY_VERIFY), 'the others were checked against the rewritten row')
+  t.equal(moved(before, after, UPGRADES), 1, 'rewritten once')
+})
+
 t.test('security: concurrent wrong secrets on a legacy row run argon2 at most the budget, counted before the run', async (t) => {
   const s = await setup(t)
   const legacy = await s.legacyKey('flooded')

@@ -159,12 +159,21 @@ t.test('security: concurrent attempts count before their password is checked', a
     t.same([answers.filter((a) => a.status === 401).length, answers.filter((a) => a.status === 429).length], [6, 24])
   })
 
-  t.test('a right password in flight with wrong ones: it gives its attempt back', async (t) => {
+  t.test('20 right passwords at once for one e-mail: all log in (checks beyond the limit wait, none is refused)', async (t) => {
     const s = await startWithUsers(t, env)
-    const answers = await Promise.all([s.login(ADA.email, ADA.password), s.login(ADA.email, 'wrong password')])
-    t.same(answers.map((a) => a.status), [201, 401])
-    // The success cleared the e-mail's count (the failure may have landed before or after it).
-    for (let i = 0; i < 2; i++) assertProblem(t, await s.login(ADA.email, 'wrong password'), 401, 'invalid_credentials')
+    const answers = await Promise.all(Array.from({ length: 20 }, async () => await s.login(ADA.email, ADA.password)))
+    t.same(answers.map((a) => a.status), Array(20).fill(201))
+    t.equal(await s.sessionCount(), 20)
+  })
+
+  t.test('right and wrong passwords at once: every right one logs in until the wrong ones reach the limit', async (t) => {
+    const s = await startWithUsers(t, env)
+    const answers = await Promise.all([
+      s.login(ADA.email, ADA.password), s.login(ADA.email, 'wrong password'), s.login(ADA.email, ADA.password), s.login(ADA.email, 'wrong password')
+    ])
+    t.same(answers.map((a) => a.status), [201, 401, 201, 401])
+    // The successes cleared the e-mail's failures as they ended; at most the two wrong ones remain.
+    assertProblem(t, await s.login(ADA.email, 'wrong password'), 401, 'invalid_credentials')
   })
 })
 
