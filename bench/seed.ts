@@ -1,4 +1,3 @@
-import argon2 from 'argon2'
 import { randomBytes } from 'node:crypto'
 import { formatApiKey, randomLookupId, randomSecret } from '../common/api-key-format.js'
 import { createMemoryEventBus } from '../common/event-bus.js'
@@ -6,28 +5,20 @@ import { newId } from '../common/random.js'
 import { loadIdentityCliConfig } from '../identity/config.js'
 import { systemClock } from '../identity/services/clock.js'
 import { createIdentityServices } from '../identity/services/index.js'
+import { hashKeySecret } from '../identity/services/key-secrets.js'
 import { createApiKeysStore } from '../identity/store/api-keys-store.js'
 import { openDatabase } from '../identity/store/database.js'
 
 /** What the load presents: nothing here is stored in clear by identity. */
 export interface BenchAccounts {
   user: { email: string, password: string }
-  /** A key made by identity itself (argon2id at the configured cost), allowed users:list. */
+  /** A key made by identity itself, allowed users:list. */
   apiKey: string
   /** The first `trafficKeys` of the many seeded keys. */
   trafficKeys: string[]
 }
 
 export const BENCH_PERMISSIONS = ['users:list']
-
-/**
- * The many keys share one secret and one argon2id hash at a low cost, and differ by
- * lookup id: hashing 100 000 secrets at the configured cost would take most of an
- * hour, and that scenario measures the gateway's caches, not argon2 (the flood and
- * login scenarios show argon2's real cost). Identity verifies them as any key: the
- * hash carries its own parameters.
- */
-const CHEAP_ARGON2 = { type: argon2.argon2id as 2, memoryCost: 256, timeCost: 1, parallelism: 1 }
 
 const DAY_MS = 86_400_000
 
@@ -47,8 +38,9 @@ export async function seedIdentity (env: Record<string, string>, options: { many
     const expiresAt = systemClock.now() + DAY_MS
     const created = await services.apiKeys.create({ name: 'bench-key', permissions: BENCH_PERMISSIONS, expiresAt })
 
+    // The many keys share one secret (and so one stored SHA-256 hash, as identity writes it) and differ by lookup id.
     const secret = randomSecret()
-    const secretHash = await argon2.hash(secret, CHEAP_ARGON2)
+    const secretHash = hashKeySecret(secret)
     const store = createApiKeysStore(db)
     const trafficKeys: string[] = []
     const now = systemClock.now()
@@ -70,7 +62,7 @@ export function unknownKeys (count: number): string[] {
   return Array.from({ length: count }, () => formatApiKey(randomLookupId(), randomSecret()))
 }
 
-/** Well-formed keys with a real lookup id and a wrong secret: each costs identity an argon2 run. */
+/** Well-formed keys with a real lookup id and a wrong secret: each costs identity a SHA-256 check, never argon2. */
 export function wrongSecretsFor (key: string, count: number): string[] {
   const lookupId = key.split('_')[1] as string
   return Array.from({ length: count }, () => formatApiKey(lookupId, randomSecret()))

@@ -1,11 +1,11 @@
 import closeWithGrace from 'close-with-grace'
-import { dirname, join } from 'node:path'
 import { ConfigError } from '../common/config.js'
 import { createMemoryEventBus } from '../common/event-bus.js'
 import { buildGatewayServer } from '../gateway/app.js'
 import { loadGatewayConfig } from '../gateway/config.js'
 import { buildIdentity } from '../identity/app.js'
-import { IdentityEnvSchema, loadIdentityConfig } from '../identity/config.js'
+import { loadIdentityConfig } from '../identity/config.js'
+import { credentialsFileBeside, databasePathOf } from '../identity/store/credentials-file.js'
 import { buildUpstreamMock } from '../upstream-mock/app.js'
 import { loadUpstreamMockConfig } from '../upstream-mock/config.js'
 import { firstStartBanner, laterStartBanner, type DemoUrls } from './banner.js'
@@ -14,7 +14,12 @@ import { DEMO_KEY_LIFETIME_DAYS, seedDemoAccounts } from './seed.js'
 
 /** A one-process start answers on loopback unless told otherwise: it prints secrets, and is not a deployment. */
 const LOOPBACK = '127.0.0.1'
-const CREDENTIALS_FILE_NAME = 'credentials.json'
+/**
+ * The gateway reaches identity over loopback (it runs in this process), and adds the
+ * client's address to X-Forwarded-For: identity trusts that hop, so that login
+ * throttling and sessions see each client rather than one bucket for everyone.
+ */
+const TRUST_THE_IN_PROCESS_GATEWAY = 'loopback'
 
 function urlOf (host: string, port: number): string {
   const reachable = host === '0.0.0.0' || host === '::' ? LOOPBACK : host
@@ -45,12 +50,18 @@ function collectProblems<T extends Record<string, () => unknown>> (loaders: T): 
  * is valid.
  */
 function loadConfigs (env: Record<string, string | undefined>) {
-  const layered: Record<string, string | undefined> = { IDENTITY_HOST: LOOPBACK, GATEWAY_HOST: LOOPBACK, UPSTREAM_MOCK_HOST: LOOPBACK, ...env }
+  const layered: Record<string, string | undefined> = {
+    IDENTITY_HOST: LOOPBACK, GATEWAY_HOST: LOOPBACK, UPSTREAM_MOCK_HOST: LOOPBACK, IDENTITY_TRUST_PROXY: TRUST_THE_IN_PROCESS_GATEWAY, ...env
+  }
   // The database's folder holds the credentials; identity's schema validates the path itself below.
-  const databasePath = layered.IDENTITY_DATABASE_PATH ?? (IdentityEnvSchema.properties.IDENTITY_DATABASE_PATH as unknown as { default: string }).default
-  const credentialsFile = join(dirname(databasePath), CREDENTIALS_FILE_NAME)
+  const credentialsFile = credentialsFileBeside(databasePathOf(layered))
   const kept = credentialsFor(credentialsFile, env)
-  const tokens = { IDENTITY_ADMIN_TOKEN: kept.credentials.adminToken, IDENTITY_SERVICE_TOKEN: kept.credentials.serviceToken }
+  const tokens = {
+    IDENTITY_ADMIN_TOKEN: kept.credentials.adminToken,
+    IDENTITY_SERVICE_TOKEN: kept.credentials.serviceToken,
+    // Signing private keys are encrypted at rest by default: the key is kept with the tokens.
+    IDENTITY_SIGNING_KEY_ENCRYPTION_KEY: kept.credentials.signingKeyEncryptionKey
+  }
   const { identity, upstreamMock } = collectProblems({
     identity: () => loadIdentityConfig({ ...layered, ...tokens }),
     upstreamMock: () => loadUpstreamMockConfig(layered),
@@ -63,8 +74,8 @@ function loadConfigs (env: Record<string, string | undefined>) {
     ...layered,
     ...tokens
   })
-  kept.keep()
-  return { identity, gateway, upstreamMock, credentialsFile }
+  const restoreCredentials = kept.keep()
+  return { identity, gateway, upstreamMock, credentialsFile, restoreCredentials }
 }
 
 /** A configuration problem ends the start with its message and EX_CONFIG, never a stack. */
@@ -100,7 +111,15 @@ async function main (): Promise<void> {
 
   const upstreamMock = await buildUpstreamMock({ users: mockConfig.users, seed: mockConfig.seed, logLevel: mockConfig.logLevel })
   // Building identity may refuse too: stored signing keys the configured secret cannot open.
-  const identity = await exitOnConfigError(async () => await buildIdentity(identityConfig, shared))
+  const identity = await exitOnConfigError(async () => {
+    try {
+      return await buildIdentity(identityConfig, shared)
+    } catch (err) {
+      // A key generated for this start must not stay beside a database it could not open.
+      configs.restoreCredentials()
+      throw err
+    }
+  })
   const gateway = await buildGatewayServer(gatewayConfig, shared)
 
   // The gateway drains first: what it has in flight still needs identity and the upstream.

@@ -5,6 +5,7 @@ import { registerDocumentation } from '../common/openapi.js'
 import { createRedis, waitForRedis, type RedisClient } from '../common/redis.js'
 import type { IdentityConfig } from './config.js'
 import { createIdentityMetrics } from './observability/metrics.js'
+import { trustEveryoneWarning, warnOnUntrustedForwarding } from './observability/untrusted-forwarding.js'
 import { IDENTITY_ADMIN_DOCUMENTATION, IDENTITY_PUBLIC_DOCUMENTATION, PUBLIC_ROUTE_PLUGINS } from './openapi.js'
 import { guardAdminListener } from './routes/admin/credential-guard.js'
 import { adminApiKeyRoutes } from './routes/admin/api-keys.js'
@@ -20,6 +21,7 @@ import { systemClock, type Clock } from './services/clock.js'
 import { createIdentityServices, type IdentityServices } from './services/index.js'
 import { startOutboxRelay } from './services/outbox-relay.js'
 import { openDatabase, type Db } from './store/database.js'
+import { describeDatabaseModes, inspectDatabaseModes } from './store/database-permissions.js'
 import { createOutboxStore } from './store/outbox-store.js'
 
 /** How long start-up waits for Redis before running degraded (events then get lost, logged). */
@@ -67,8 +69,16 @@ export async function buildIdentity (config: IdentityConfig, options: BuildIdent
   }
   const publicApp = createHttpApp({ ...common, name: 'identity' })
   const adminApp = createHttpApp({ ...common, name: 'identity-admin' })
+  // The public listener is what gateways forward to: say when their client addresses are ignored.
+  warnOnUntrustedForwarding(publicApp as unknown as FastifyInstance, config.trustProxy)
+  const trustWarning = trustEveryoneWarning(config.trustProxy)
+  if (trustWarning !== null) publicApp.log.warn(trustWarning)
 
+  const modesBefore = inspectDatabaseModes(config.databasePath)
   const db = openDatabase(config.databasePath)
+  const modes = describeDatabaseModes(config.databasePath, modesBefore)
+  for (const line of modes.info) publicApp.log.info(line)
+  for (const line of modes.warn) publicApp.log.warn(line)
   const { events, redis } = options.events !== undefined
     ? { events: options.events, redis: null }
     : await connectEvents(config, publicApp.log)

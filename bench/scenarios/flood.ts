@@ -10,10 +10,10 @@ interface IdentityCounters { verifications: number, argon2: number, cpuSeconds: 
 
 /**
  * A flood of invalid but well-formed keys (valid checksums): random lookup ids, which
- * identity refuses from its index, and real lookup ids with wrong secrets, each of
- * which costs identity an argon2id run at the configured cost. The gateway's negative
- * cache must hold identity to one verification per distinct key per TTL, however
- * fast the flood comes.
+ * identity refuses from its index, and real lookup ids with wrong secrets, which cost
+ * identity a SHA-256 check (argon2 only for a key stored before SHA-256, bounded per
+ * lookup id). The gateway's negative cache must hold identity to one verification per
+ * distinct key per TTL, however fast the flood comes.
  */
 export async function flood (ctx: BenchContext, sizes: { unknown: number, wrongSecret: number }): Promise<FloodResult> {
   const { stack } = ctx

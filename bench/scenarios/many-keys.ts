@@ -29,6 +29,6 @@ export async function manyKeys (ctx: BenchContext, settings: { keysInIdentity: n
     variants,
     candidate: 'many-keys',
     target: { description: '≥ 0.80 × the one-key run', against: 'one-key', minThroughputRatio: 0.8 },
-    notes: ['The many keys are stored with a low-cost argon2id hash (see bench/seed.ts); after the warm-up every verification comes from L1 or Redis.']
+    notes: ['The many keys share one secret and differ by lookup id (see bench/seed.ts); after the warm-up every verification comes from L1 or Redis.']
   })
 }

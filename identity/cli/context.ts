@@ -11,6 +11,7 @@ import { loadIdentityCliConfig, type IdentityCoreConfig } from '../config.js'
 import { systemClock } from '../services/clock.js'
 import { createIdentityServices, type IdentityServices, type ServicesLog } from '../services/index.js'
 import { createOutboxEventBus, type OutboxEventBus } from '../services/outbox-event-bus.js'
+import { withStoredEncryptionKey } from '../store/credentials-file.js'
 import { openDatabase } from '../store/database.js'
 import { createOutboxStore } from '../store/outbox-store.js'
 
@@ -104,7 +105,8 @@ async function confirmRelayed (events: OutboxEventBus, io: CliIo): Promise<void>
  * credentials. The database must exist: the CLI never creates one.
  */
 async function openIdentity (io: CliIo): Promise<OpenIdentity> {
-  const config = loadIdentityCliConfig(io.env)
+  // Beside an npm start database, its credentials file holds the signing keys' encryption key.
+  const config = loadIdentityCliConfig(withStoredEncryptionKey(io.env))
   const db = openDatabase(config.databasePath, { create: false })
   const outbox = createOutboxStore(db)
   let connected: { events: OutboxEventBus, redis: RedisClient | null } | null = null

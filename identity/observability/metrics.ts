@@ -1,11 +1,16 @@
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client'
 import type { KeyInvalidReason } from '../services/api-keys.js'
+import type { KeySecretScheme } from '../services/key-secrets.js'
 
 export type Argon2Operation = 'hash' | 'verify'
 /** `dummy`: the verification an unknown e-mail costs at login, and the hash it is checked against (made once at start). */
 export type Argon2Purpose = 'password' | 'api_key' | 'dummy'
-/** `valid`, or why identity refused the key. */
-export type KeyVerificationResult = 'valid' | KeyInvalidReason
+/**
+ * `valid`, or why identity refused the key. Finer than the answer: `wrong_secret` (the
+ * lookup id exists, the secret does not match) and `throttled` (a legacy argon2id row
+ * whose wrong-secret budget is spent, refused without a check) both answer `unknown`.
+ */
+export type KeyVerificationResult = 'valid' | KeyInvalidReason | 'wrong_secret' | 'throttled'
 /** Of well-formed login requests. `failure`: wrong e-mail or password, or a disabled user; `throttled`: refused before any argon2 run. */
 export type LoginOutcome = 'success' | 'failure' | 'throttled'
 /**
@@ -50,12 +55,21 @@ export function createIdentityMetrics (options: IdentityMetricsOptions = {}) {
     registry,
     argon2Operations: labelledCounter<{ operation: Argon2Operation, purpose: Argon2Purpose }>(registry,
       'portier_identity_argon2_operations_total',
-      'argon2id runs by operation (hash, verify) and purpose (password, api_key, dummy: the unknown-e-mail login verification, and its hash made once at start).',
+      'argon2id runs by operation (hash, verify) and purpose (password; api_key: key secrets stored before SHA-256, until rewritten; dummy: the unknown-e-mail login verification, and its hash made once at start).',
       ['operation', 'purpose']),
     keyVerifications: labelledCounter<{ result: KeyVerificationResult }>(registry,
       'portier_identity_key_verifications_total',
       'API key verifications by result: valid, or why the key was refused.',
       ['result']),
+    keySecretChecks: labelledCounter<{ scheme: KeySecretScheme }>(registry,
+      'portier_identity_key_secret_checks_total',
+      'API key secret checks by stored scheme: sha256 (microseconds), or argon2id for rows stored before SHA-256 (each also an argon2 run with purpose api_key, until the row is rewritten).',
+      ['scheme']),
+    keyHashUpgrades: new Counter({
+      name: 'portier_identity_key_hash_upgrades_total',
+      help: 'Legacy argon2id key secret hashes rewritten as SHA-256 after a successful verification.',
+      registers: [registry]
+    }),
     logins: labelledCounter<{ outcome: LoginOutcome }>(registry,
       'portier_identity_logins_total',
       'Password logins by outcome (success, failure, throttled).',

@@ -6,13 +6,29 @@ import type { Db } from '../store/database.js'
 import type { ApiKeysStore, ApiKeyRecord, ApiKeySecretRecord } from '../store/api-keys-store.js'
 import { IdentityProblems } from '../errors.js'
 import type { IdentityMetrics } from '../observability/metrics.js'
+import type { KeyVerificationResult } from '../observability/metrics.js'
+import { createAttemptBudget } from './attempt-budget.js'
 import type { Clock } from './clock.js'
-import type { SecretHasher } from './password-hasher.js'
+import type { KeySecrets } from './key-secrets.js'
 import { normalizePermissions } from './permissions.js'
 
 const DAY_MS = 86_400_000
+/**
+ * Wrong secrets a lookup id may present to a legacy argon2id row per window before
+ * identity stops running argon2 for it and answers `unknown` unchecked (the same
+ * budget as a login e-mail's). SHA-256 rows are always checked: a check costs less
+ * than the lookup before it, and refusing a right secret because others sent wrong
+ * ones would let anyone who saw a key's prefix lock its holder out.
+ */
+export const LEGACY_WRONG_SECRETS_PER_WINDOW = 5
+export const LEGACY_WRONG_SECRET_WINDOW_MS = 15 * 60_000
 
-export type KeyInvalidReason = 'malformed' | 'unknown' | 'wrong_secret' | 'expired' | 'revoked' | 'disabled' | 'secret_retired'
+/**
+ * Why identity refused a key, as answered. Without a verified secret the only answers
+ * are `malformed` and `unknown`: a key's state (expired, revoked, disabled, a secret
+ * retired by rotation) is told only to whoever proved they hold the secret.
+ */
+export type KeyInvalidReason = 'malformed' | 'unknown' | 'expired' | 'revoked' | 'disabled' | 'secret_retired'
 
 export type KeyVerification =
   | {
@@ -26,8 +42,8 @@ export type KeyVerification =
 export interface ApiKeysOptions {
   db: Db
   store: ApiKeysStore
-  hasher: SecretHasher
-  metrics: Pick<IdentityMetrics, 'keyVerifications'>
+  secrets: KeySecrets
+  metrics: Pick<IdentityMetrics, 'keyVerifications' | 'keyHashUpgrades'>
   events: EventBus
   clock: Clock
   maxLifetimeDays: number
@@ -47,12 +63,19 @@ function isUniqueViolation (err: unknown): boolean {
   return (err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE'
 }
 
+/** A refusal as answered, and as counted (finer: see KeyVerificationResult). */
+interface Checked { verification: KeyVerification, result: KeyVerificationResult }
+
+const refused = (reason: KeyInvalidReason, result: KeyVerificationResult = reason): Checked =>
+  ({ verification: { valid: false, reason }, result })
+
 /**
- * The API key store: keys are issued once, kept as argon2id hashes of their secret,
+ * The API key store: keys are issued once, kept as SHA-256 hashes of their secret,
  * rotated with a grace period for the old secret, and verified for the gateway.
  */
 export function createApiKeys (options: ApiKeysOptions) {
-  const { db, store, hasher, metrics, events, clock } = options
+  const { db, store, secrets, metrics, events, clock } = options
+  const legacyBudget = createAttemptBudget({ limit: LEGACY_WRONG_SECRETS_PER_WINDOW, windowMs: LEGACY_WRONG_SECRET_WINDOW_MS, clock })
 
   function get (id: string): ApiKeyRecord {
     const key = store.byId(id)
@@ -96,28 +119,58 @@ export function createApiKeys (options: ApiKeysOptions) {
   }
 
   /**
-   * Malformed text is refused without a database read; an unknown lookup id, a revoked,
-   * disabled or expired key or a retired secret without an argon2 run.
+   * Malformed text is refused without a database read; an unknown lookup id after one
+   * index read. Then the secret is checked, and only a verified secret learns the key's
+   * state: a wrong secret answers `unknown` whatever the key's state, in about the time
+   * an unknown lookup id takes (both hash the presented secret once: microseconds).
    */
-  async function check (presented: string): Promise<KeyVerification> {
+  async function check (presented: string): Promise<Checked> {
     const parsed = parseApiKey(presented)
-    if (parsed === null) return { valid: false, reason: 'malformed' }
-    const secret = store.secretByLookupId(parsed.lookupId)
-    if (secret === null) return { valid: false, reason: 'unknown' }
-    const key = store.byId(secret.keyId)
-    if (key === null) return { valid: false, reason: 'unknown' }
+    if (parsed === null) return refused('malformed')
+    const { lookupId } = parsed
+    let stored: ApiKeySecretRecord | null
+    let legacy: boolean
+    // Legacy argon2id rows cost an argon2 run per check: at most the budget's failures and
+    // running checks per lookup id; a check beyond waits for a running one to end, then reads
+    // the row again (the one that ended may have rewritten it as SHA-256).
+    for (;;) {
+      stored = store.secretByLookupId(lookupId)
+      if (stored === null) {
+        secrets.verifyAgainstNothing(parsed.secret)
+        return refused('unknown')
+      }
+      legacy = secrets.schemeOf(stored.secretHash) === 'argon2id'
+      if (!legacy) break
+      if (legacyBudget.retryAfterSeconds(lookupId) > 0) return refused('unknown', 'throttled')
+      if (legacyBudget.hasRoom(lookupId)) {
+        legacyBudget.start(lookupId)
+        break
+      }
+      await legacyBudget.ended(lookupId)
+    }
+    let valid: boolean
+    let upgradedHash: string | null
+    try {
+      ({ valid, upgradedHash } = await secrets.verify(stored.secretHash, parsed.secret))
+    } catch (err) {
+      if (legacy) legacyBudget.end(lookupId, 'failure', false)
+      throw err
+    }
+    if (legacy) legacyBudget.end(lookupId, valid ? 'success' : 'failure', true)
+    if (!valid) return refused('unknown', 'wrong_secret')
+    if (upgradedHash !== null && store.replaceSecretHash(lookupId, stored.secretHash, upgradedHash)) metrics.keyHashUpgrades.inc()
+    // Read after the check: a revocation, rotation or change that landed during an argon2 run wins.
+    const secret = store.secretByLookupId(lookupId)
+    const key = secret === null ? null : store.byId(secret.keyId)
+    if (secret === null || key === null) return refused('unknown')
     const now = clock.now()
     const state = keyState(key, now) ?? secretState(secret, now)
-    if (state !== null) return { valid: false, reason: state }
-    if (!await hasher.verify(secret.secretHash, parsed.secret)) return { valid: false, reason: 'wrong_secret' }
-    // The argon2 run yields: a revocation or change that landed meanwhile must win.
-    const changed = keyState(get(key.id), clock.now())
-    if (changed !== null) return { valid: false, reason: changed }
-    store.recordUse(key.id, secret.lookupId, clock.now())
+    if (state !== null) return refused(state)
+    store.recordUse(key.id, lookupId, now)
     const deprecation = secret.retiredAt !== null && secret.graceUntil !== null
       ? { deprecatedAt: secret.retiredAt, sunsetAt: secret.graceUntil }
       : null
-    return { valid: true, key: get(key.id), deprecation }
+    return { verification: { valid: true, key: get(key.id), deprecation }, result: 'valid' }
   }
 
   return {
@@ -129,7 +182,7 @@ export function createApiKeys (options: ApiKeysOptions) {
       if (store.byName(input.name) !== null) throw IdentityProblems.keyNameTaken([input.name])
       const { expiresAt, warnings } = checkedExpiry(input.expiresAt)
       const generated = generateApiKey()
-      const secretHash = await hasher.hash(generated.secret)
+      const secretHash = secrets.hash(generated.secret)
       const id = newId('key')
       try {
         db.transaction(() => {
@@ -175,7 +228,7 @@ export function createApiKeys (options: ApiKeysOptions) {
     async rotate (id: string, graceSeconds: number = options.defaultRotationGraceSeconds): Promise<CreatedKey> {
       mutable(id)
       const generated = generateApiKey()
-      const secretHash = await hasher.hash(generated.secret)
+      const secretHash = secrets.hash(generated.secret)
       const now = clock.now()
       db.transaction(() => { store.rotate(id, { lookupId: generated.lookupId, secretHash }, now + graceSeconds * 1000, now) })()
       await announce('key.rotated', id)
@@ -184,8 +237,8 @@ export function createApiKeys (options: ApiKeysOptions) {
 
     /** Verifies a presented key for the gateway, and counts the result. */
     async verify (presented: string): Promise<KeyVerification> {
-      const verification = await check(presented)
-      metrics.keyVerifications.inc({ result: verification.valid ? 'valid' : verification.reason })
+      const { verification, result } = await check(presented)
+      metrics.keyVerifications.inc({ result })
       return verification
     }
   }

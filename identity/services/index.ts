@@ -12,6 +12,7 @@ import { createApiKeys, type ApiKeys } from './api-keys.js'
 import type { Clock } from './clock.js'
 import { createLogin, type Login } from './login.js'
 import { createLoginThrottle } from './login-throttle.js'
+import { createKeySecrets } from './key-secrets.js'
 import { createArgon2Hashers } from './password-hasher.js'
 import { createRoles, type Roles } from './roles.js'
 import { createSessions, type Sessions } from './sessions.js'
@@ -106,7 +107,7 @@ export async function createIdentityServices (config: IdentityCoreConfig, deps: 
     apiKeys: createApiKeys({
       db,
       store: createApiKeysStore(db),
-      hasher: hashers.apiKeySecrets,
+      secrets: createKeySecrets(hashers.apiKeySecrets, metrics),
       metrics,
       events,
       clock,

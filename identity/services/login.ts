@@ -35,26 +35,37 @@ export function createLogin (options: LoginOptions) {
 
   return async function login (attempt: LoginAttempt): Promise<TokenSet> {
     const email = normalizeEmail(attempt.email)
-    const retryAfter = throttle.retryAfterSeconds(email, attempt.ipAddress)
-    if (retryAfter > 0) {
+    // Let through only within the limits, counting the checks still running (see login-throttle.ts).
+    const grant = await throttle.attempt(email, attempt.ipAddress)
+    if (!grant.allowed) {
       metrics.logins.inc({ outcome: 'throttled' })
-      throw IdentityProblems.loginThrottled([retryAfter], { headers: { 'retry-after': String(retryAfter) } })
+      throw IdentityProblems.loginThrottled([grant.retryAfterSeconds], { headers: { 'retry-after': String(grant.retryAfterSeconds) } })
     }
-    const user = users.byEmail(email)
-    const verified = user === null
-      ? (await hasher.verifyAgainstDummy(attempt.password), false)
-      : await hasher.verify(user.passwordHash, attempt.password)
+    const { reservation } = grant
+    let user: ReturnType<UsersStore['byEmail']>
+    let verified: boolean
+    try {
+      user = users.byEmail(email)
+      verified = user === null
+        ? (await hasher.verifyAgainstDummy(attempt.password), false)
+        : await hasher.verify(user.passwordHash, attempt.password)
+    } catch (err) {
+      // The check itself failed: the attempt ends (and counts) as a failure, so that it never blocks the ones waiting.
+      reservation.failed()
+      throw err
+    }
     if (!verified || user === null) {
-      throttle.recordFailure(email, attempt.ipAddress)
+      reservation.failed()
       metrics.logins.inc({ outcome: 'failure' })
       throw IdentityProblems.invalidCredentials()
     }
     // Only after the password proved who is asking do we say the account is disabled.
     if (user.disabledAt !== null) {
+      reservation.released()
       metrics.logins.inc({ outcome: 'failure' })
       throw IdentityProblems.userDisabled()
     }
-    throttle.recordSuccess(email)
+    reservation.succeeded()
     if (hasher.needsRehash(user.passwordHash)) await userAccounts.rehash(user.id, attempt.password)
     const tokenSet = await sessions.open(user.id, { ipAddress: attempt.ipAddress, userAgent: attempt.userAgent })
     metrics.logins.inc({ outcome: 'success' })

@@ -20,6 +20,7 @@ export interface PasswordHasher extends SecretHasher {
 /** One argon2id configuration, seen per purpose so that every run is counted under the right one. */
 export interface Argon2Hashers {
   passwords: PasswordHasher
+  /** Verifies API key secrets stored before SHA-256 (key-secrets.ts); nothing new is hashed with it. */
   apiKeySecrets: SecretHasher
 }
 

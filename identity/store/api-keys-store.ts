@@ -35,6 +35,11 @@ interface KeyRow {
   revoked_at: number | null
 }
 
+/**
+ * `secret_hash` holds `sha256$<base64url>` (identity/services/key-secrets.ts); rows
+ * written before that scheme hold an argon2id PHC string until their next successful
+ * verification rewrites them.
+ */
 interface SecretRow {
   lookup_id: string
   key_id: string
@@ -92,6 +97,7 @@ export function createApiKeysStore (db: Db) {
     setDisabled: db.prepare('UPDATE api_keys SET disabled_at = ?, updated_at = ? WHERE id = ?'),
     setRevoked: db.prepare('UPDATE api_keys SET revoked_at = ?, updated_at = ? WHERE id = ? AND revoked_at IS NULL'),
     retireCurrent: db.prepare('UPDATE api_key_secrets SET retired_at = @now, grace_until = @graceUntil WHERE key_id = @keyId AND retired_at IS NULL'),
+    replaceSecretHash: db.prepare('UPDATE api_key_secrets SET secret_hash = @next WHERE lookup_id = @lookupId AND secret_hash = @previous'),
     recordSecretUse: db.prepare('UPDATE api_key_secrets SET last_used_at = ?, use_count = use_count + 1 WHERE lookup_id = ?'),
     recordKeyUse: db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?')
   }
@@ -116,6 +122,9 @@ export function createApiKeysStore (db: Db) {
       statements.retireCurrent.run({ keyId, graceUntil, now })
       statements.insertSecret.run({ ...secret, keyId, now })
     },
+    /** Rewrites a secret's hash (a legacy scheme upgraded); false when the row no longer holds `previous`. */
+    replaceSecretHash: (lookupId: string, previous: string, next: string) =>
+      statements.replaceSecretHash.run({ lookupId, previous, next }).changes > 0,
     /** Use counts are bookkeeping: committed without a disk sync (see commitWithoutSync). */
     recordUse: (keyId: string, lookupId: string, now: number) => {
       commitWithoutSync(db, () => {

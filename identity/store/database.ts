@@ -1,7 +1,6 @@
 import Database from 'better-sqlite3'
-import { mkdirSync } from 'node:fs'
-import { dirname } from 'node:path'
 import { requireIdentityDatabase } from './database-file.js'
+import { prepareDatabaseFiles } from './database-permissions.js'
 import { migrate } from './migrations.js'
 
 export type Db = Database.Database
@@ -24,7 +23,8 @@ export interface OpenDatabaseOptions {
  */
 export function openDatabase (path: string, options: OpenDatabaseOptions = {}): Db {
   requireIdentityDatabase(path, options.create ?? true)
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
+  // Folder 0700, files 0600, before SQLite creates any of them (see database-permissions.ts).
+  prepareDatabaseFiles(path)
   const db = new Database(path)
   db.pragma('journal_mode = WAL')
   db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)

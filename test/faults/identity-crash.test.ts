@@ -147,7 +147,7 @@ t.test('kill -9 of identity during key creations and refreshes', async (t) => {
       const row = keyRow.get(id) as { id: string, name: string } | undefined
       const secrets = secretRows.all(id) as Array<{ lookup_id: string, secret_hash: string, retired_at: number | null }>
       const whole = row?.name === name && secrets.length === 1 && secrets[0]?.lookup_id === parseApiKey(key)?.lookupId &&
-        secrets[0].secret_hash.startsWith('$argon2id$') && secrets[0].retired_at === null
+        /^sha256\$[A-Za-z0-9_-]{43}$/.test(secrets[0].secret_hash) && secrets[0].retired_at === null
       if (!whole) missing.push(name)
     }
     t.same(missing, [], `all ${created.length} acknowledged keys have their row and their one secret, under the name the client gave`)
@@ -168,8 +168,8 @@ t.test('kill -9 of identity during key creations and refreshes', async (t) => {
     t.equal(count(`SELECT count(*) FROM api_keys k WHERE
       (SELECT count(*) FROM api_key_secrets s WHERE s.key_id = k.id AND s.retired_at IS NULL) != 1`), 0,
     'every key has exactly one current secret')
-    t.equal(count("SELECT count(*) FROM api_key_secrets WHERE secret_hash NOT LIKE '$argon2id$%' OR length(lookup_id) = 0"), 0,
-      'every secret row holds its lookup id and an argon2id hash')
+    t.equal(count("SELECT count(*) FROM api_key_secrets WHERE secret_hash NOT LIKE 'sha256$%' OR length(secret_hash) != 50 OR length(lookup_id) = 0"), 0,
+      'every secret row holds its lookup id and a SHA-256 hash')
     t.equal(count('SELECT count(*) FROM api_keys WHERE permissions IS NULL OR json_valid(permissions) = 0 OR updated_at < created_at'), 0,
       'every key row has valid permissions and consistent times')
     const sessions = count('SELECT count(*) FROM sessions')

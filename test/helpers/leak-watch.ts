@@ -13,7 +13,8 @@ const SECRET_SHAPES: Array<[string, RegExp]> = [
   ['a JWT', /eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}/],
   ['a full API key', /ptk_[0-9A-Za-z]{12}_[0-9A-Za-z]{20,}/],
   ['a refresh token', /prt_[0-9A-Za-z]{20,}/],
-  ['an argon2 hash', /\$argon2(?:id|i|d)\$/]
+  ['an argon2 hash', /\$argon2(?:id|i|d)\$/],
+  ['a stored key secret hash', /sha256\$[A-Za-z0-9_-]{43}/]
 ]
 
 export interface LogSource {
@@ -46,7 +47,7 @@ export function watchForLeaks (): LeakWatch {
     },
     source (source) { sources.push(source) },
     async assertNoLeaks (t) {
-      await t.test('no log line of any process holds a password, a full API key, a token or an argon2 hash', async (t) => {
+      await t.test('no log line of any process holds a password, a full API key, a token or a stored hash', async (t) => {
         await Promise.all(sources.map(async (s) => { await s.stop?.() }))
         let lines = 0
         const leaks: string[] = []

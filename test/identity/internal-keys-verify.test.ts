@@ -4,7 +4,7 @@ import { generateApiKey, parseApiKey } from '../../common/api-key-format.js'
 import { bytesToBase62, randomBase62 } from '../../common/random.js'
 import { START, iso } from '../helpers/identity.js'
 import { http, type HttpAnswer } from '../helpers/http.js'
-import { assertProblem } from '../helpers/assert.js'
+import { assertProblem, assertStatus } from '../helpers/assert.js'
 import { keyHelpers, postVerifyKey, startWithAdmin, type AdminSetup, type KeyHelpers } from '../helpers/session-setup.js'
 
 /**
@@ -111,18 +111,50 @@ t.test('unknown: a well-formed key that was never issued', async (t) => {
   t.same(await s.verify(stranger), { valid: false, reason: 'unknown' })
 })
 
-t.test('wrong_secret: a real lookup id with another secret', async (t) => {
+t.test('a real lookup id with another secret answers exactly like an unknown key', async (t) => {
   const s = await setup(t)
   const { id, key } = await s.create({ name: 'k', permissions: ['users:list'], expires_at: iso(START + HOUR_MS) })
   const { lookupId, secret } = parseApiKey(key) as { lookupId: string, secret: string }
   const forged = withChecksum(`ptk_${lookupId}_${randomBase62(43)}`)
   t.not(parseApiKey(forged), null, 'the forgery is well-formed, so only the hash can tell')
   t.not(parseApiKey(forged)?.secret, secret)
-  t.same(await s.verify(forged), { valid: false, reason: 'wrong_secret' })
+  t.same(await s.verify(forged), { valid: false, reason: 'unknown' }, 'the lookup id exists, the answer does not say so')
   const shown = (await s.admin('GET', `/admin/keys/${id}`)).body.api_key
   t.equal(shown.last_used_at, null, 'a wrong secret is not a use')
   t.match(shown.secrets, [{ use_count: 0 }])
   t.match(await s.verify(key), { valid: true })
+})
+
+t.test('security: without its secret, a key\'s state is never told (expired, revoked, disabled, retired by rotation)', async (t) => {
+  const s = await setup(t)
+  const make = async (name: string, expiresInMs = 2 * HOUR_MS) => await s.create({ name, permissions: ['users:list'], expires_at: iso(START + expiresInMs) })
+  const revoked = await make('revoked')
+  const disabled = await make('disabled')
+  const expired = await make('expired', HOUR_MS)
+  const rotated = await make('rotated')
+  assertStatus(t, await s.admin('POST', `/admin/keys/${revoked.id}/revoke`), 200, 'revoke')
+  assertStatus(t, await s.admin('POST', `/admin/keys/${disabled.id}/disable`), 200, 'disable')
+  assertStatus(t, await s.admin('POST', `/admin/keys/${rotated.id}/rotate`, { grace_seconds: 0 }), 200, 'rotate without grace')
+  s.clock.advance(HOUR_MS)
+
+  const withAnotherSecret = (key: string): string => withChecksum(`ptk_${(parseApiKey(key) as { lookupId: string }).lookupId}_${randomBase62(43)}`)
+  const unknownAnswer = await s.verifyAnswer(generateApiKey().key)
+  t.same(unknownAnswer.body, { valid: false, reason: 'unknown' }, 'a lookup id never issued')
+  const table: Array<[label: string, key: string, reason: string]> = [
+    ['revoked', revoked.key, 'revoked'],
+    ['disabled', disabled.key, 'disabled'],
+    ['expired', expired.key, 'expired'],
+    ['a secret retired by rotation', rotated.key, 'secret_retired']
+  ]
+  for (const [label, key, reason] of table) {
+    for (let i = 0; i < 3; i++) {
+      const answer = await s.verifyAnswer(withAnotherSecret(key))
+      t.equal(answer.status, unknownAnswer.status, `${label}, another secret: the status of an unknown key`)
+      t.equal(answer.text, unknownAnswer.text, `${label}, another secret: the body of an unknown key, byte for byte`)
+      t.equal(answer.headers['content-type'], unknownAnswer.headers['content-type'], `${label}: the same content type`)
+    }
+    t.same(await s.verify(key), { valid: false, reason }, `${label}, its own secret: the state is told to its holder`)
+  }
 })
 
 t.test('expired: at expires_at the key stops working', async (t) => {

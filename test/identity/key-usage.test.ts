@@ -1,5 +1,7 @@
 import t from 'tap'
+import argon2 from 'argon2'
 import Database from 'better-sqlite3'
+import { parseApiKey } from '../../common/api-key-format.js'
 import { startIdentity } from '../helpers/identity.js'
 
 /**
@@ -8,6 +10,8 @@ import { startIdentity } from '../helpers/identity.js'
  */
 
 const FULL = 2
+/** OWASP's 19 MiB, t=2: what identity used for key secrets before SHA-256. */
+const LEGACY_ARGON2 = { type: argon2.argon2id as 2, memoryCost: 19_456, timeCost: 2, parallelism: 1 }
 
 t.test('a use is seen at once by another connection, and the connection stays synchronous=FULL', async (t) => {
   const { identity, databasePath } = await startIdentity(t)
@@ -22,10 +26,14 @@ t.test('a use is seen at once by another connection, and the connection stays sy
   t.ok(row.last_used_at !== null, 'and the time of the use')
 })
 
-t.test('a revocation that lands during the argon2 run wins', async (t) => {
+t.test('a revocation that lands during a legacy argon2 run wins', async (t) => {
   const { identity } = await startIdentity(t)
   const { apiKeys } = identity.services
   const created = await apiKeys.create({ name: 'raced', permissions: ['users:list'], expiresAt: null })
+  // A row stored before SHA-256: its check is an argon2 run, during which other requests are served.
+  const { secret } = parseApiKey(created.secret) as { secret: string }
+  identity.db.prepare('UPDATE api_key_secrets SET secret_hash = ? WHERE key_id = ?')
+    .run(await argon2.hash(secret, LEGACY_ARGON2), created.key.id)
   const verifying = apiKeys.verify(created.secret) // suspended in argon2
   await apiKeys.revoke(created.key.id)
   t.same(await verifying, { valid: false, reason: 'revoked' }, 'the verification started before the revocation is refused')

@@ -115,6 +115,7 @@ t.test('one log line per request, and no secret in any log line', async (t) => {
       ['the admin token', identity.adminToken],
       ['the service token', identity.serviceToken],
       ['an argon2 hash', '$argon2'],
+      ['a stored key secret hash', 'sha256$'],
       ['the x-api-key', API_KEY],
       ['the secret part of the x-api-key', API_KEY.slice(17)],
       ['the cookie', COOKIE],

@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap'
-import type { HttpAnswer } from '../helpers/http.js'
+import { http, type HttpAnswer } from '../helpers/http.js'
 import { assertProblem, assertStatus } from '../helpers/assert.js'
 import { ADA, startWithUser } from '../helpers/session-setup.js'
 
@@ -127,6 +127,53 @@ t.test('per IP (IDENTITY_LOGIN_MAX_FAILURES_PER_IP=3)', async (t) => {
       assertProblem(t, await login(`user${i}@example.com`, 'wrong password', { 'x-forwarded-for': `198.51.100.${i}` }), 401, 'invalid_credentials')
     }
     assertThrottled(t, await login(ADA.email, ADA.password, { 'x-forwarded-for': '198.51.100.99' }))
+  })
+})
+
+/** identity's argon2 password and dummy verifications so far: the work a login attempt costs. */
+async function passwordChecks (s: { adminUrl: string, serviceToken: string }): Promise<number> {
+  const answer = await http(`${s.adminUrl}/metrics`, { bearer: s.serviceToken, headers: { accept: 'text/plain' } })
+  return [...answer.text.matchAll(/^portier_identity_argon2_operations_total\{operation="verify",purpose="(?:password|dummy)"\} (\d+)$/gm)]
+    .reduce((sum, m) => sum + Number(m[1]), 0)
+}
+
+t.test('security: concurrent attempts count before their password is checked', async (t) => {
+  const env = { IDENTITY_LOGIN_MAX_FAILURES_PER_EMAIL: '3', IDENTITY_LOGIN_MAX_FAILURES_PER_IP: '6' }
+
+  t.test('30 at once for one e-mail: 3 password checks, 3 × 401 and 27 × 429', async (t) => {
+    const s = await startWithUsers(t, env)
+    const before = await passwordChecks(s)
+    const answers = await Promise.all(Array.from({ length: 30 }, async (_, i) => await s.login(ADA.email, `wrong password ${i}`)))
+    t.equal(await passwordChecks(s) - before, 3, 'at most the limit of argon2 verifications')
+    t.equal(answers.filter((a) => a.status === 401).length, 3, 'three failures')
+    const throttled = answers.filter((a) => a.status === 429)
+    t.equal(throttled.length, 27, 'the rest throttled')
+    for (const answer of throttled.slice(0, 3)) assertThrottled(t, answer)
+  })
+
+  t.test('30 at once from one IP on 30 e-mails: 6 checks (the IP limit)', async (t) => {
+    const s = await startWithUsers(t, env)
+    const before = await passwordChecks(s)
+    const answers = await Promise.all(Array.from({ length: 30 }, async (_, i) => await s.login(`user${i}@example.com`, 'wrong password')))
+    t.equal(await passwordChecks(s) - before, 6, 'the IP limit bounds the argon2 verifications')
+    t.same([answers.filter((a) => a.status === 401).length, answers.filter((a) => a.status === 429).length], [6, 24])
+  })
+
+  t.test('20 right passwords at once for one e-mail: all log in (checks beyond the limit wait, none is refused)', async (t) => {
+    const s = await startWithUsers(t, env)
+    const answers = await Promise.all(Array.from({ length: 20 }, async () => await s.login(ADA.email, ADA.password)))
+    t.same(answers.map((a) => a.status), Array(20).fill(201))
+    t.equal(await s.sessionCount(), 20)
+  })
+
+  t.test('right and wrong passwords at once: every right one logs in until the wrong ones reach the limit', async (t) => {
+    const s = await startWithUsers(t, env)
+    const answers = await Promise.all([
+      s.login(ADA.email, ADA.password), s.login(ADA.email, 'wrong password'), s.login(ADA.email, ADA.password), s.login(ADA.email, 'wrong password')
+    ])
+    t.same(answers.map((a) => a.status), [201, 401, 201, 401])
+    // The successes cleared the e-mail's failures as they ended; at most the two wrong ones remain.
+    assertProblem(t, await s.login(ADA.email, 'wrong password'), 401, 'invalid_credentials')
   })
 })
 

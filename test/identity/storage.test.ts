@@ -51,7 +51,8 @@ t.test('security: only hashes are stored, never passwords, key secrets or refres
   const db = new Database(ctx.databasePath, { readonly: true })
   t.teardown(() => db.close())
   t.match(db.prepare('SELECT password_hash FROM users').pluck().get(), /^\$argon2id\$v=19\$m=19456,p=1,t=2\$/)
-  for (const hash of db.prepare('SELECT secret_hash FROM api_key_secrets').pluck().all()) t.match(hash, /^\$argon2id\$/)
+  // Key secrets carry 256 random bits: SHA-256, self-described so that legacy argon2id rows can be told apart.
+  for (const hash of db.prepare('SELECT secret_hash FROM api_key_secrets').pluck().all()) t.match(hash, /^sha256\$[A-Za-z0-9_-]{43}$/)
   for (const hash of db.prepare('SELECT token_hash FROM refresh_tokens').pluck().all()) t.match(hash, /^[0-9a-f]{64}$/)
 })
 

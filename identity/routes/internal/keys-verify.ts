@@ -16,7 +16,8 @@ const Verification = Type.Union([
   }),
   Type.Object({
     valid: Type.Literal(false),
-    reason: Type.Enum(['malformed', 'unknown', 'wrong_secret', 'expired', 'revoked', 'disabled', 'secret_retired'] as const)
+    // Without a verified secret only malformed or unknown: a key's state is told to its holder alone.
+    reason: Type.Enum(['malformed', 'unknown', 'expired', 'revoked', 'disabled', 'secret_retired'] as const)
   })
 ])
 
