@@ -20,7 +20,7 @@ export const GatewayEnvSchema = Type.Object({
   IDENTITY_AUDIENCE: Type.String({ minLength: 1, default: 'portier-gateway', description: 'Expected `aud` of access tokens.' }),
   IDENTITY_EVENTS_CHANNEL: Type.String({ minLength: 1, default: 'portier:events', description: 'Redis channel of identity\'s invalidation events.' }),
   ...redisEnvProperties('the L2 key cache, shared revocations and events', 'L1 only, events in process.'),
-  GATEWAY_IDENTITY_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 60_000, default: 2_000, description: 'Longest wait for identity on a key-cache miss.' }),
+  GATEWAY_IDENTITY_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 60_000, default: 2_000, description: 'Longest wait for identity on a key-cache miss (and for the JWKS and revocation feed), from the call to the answer\'s end, queueing for a connection included.' }),
   GATEWAY_KEY_CACHE_L1_MAX_ENTRIES: Type.Integer({ minimum: 1, default: 10_000, description: 'Verified API keys kept in process (LRU).' }),
   GATEWAY_KEY_CACHE_L1_TTL_SECONDS: Type.Number({ exclusiveMinimum: 0, maximum: 3_600, default: 30, description: 'Life of an L1 entry: bounds a missed eviction while Redis is down.' }),
   GATEWAY_KEY_CACHE_L2_TTL_SECONDS: Type.Number({ exclusiveMinimum: 0, maximum: 86_400, default: 300, description: 'Life of a Redis (L2) entry; never beyond the key\'s expiry.' }),
