@@ -34,8 +34,9 @@
  *
  * Checked after this schema (gateway/routing/semantic-checks.ts): unique names, no
  * method + path declared twice, aliases that neither collide nor dangle, nothing under
- * /admin or /internal, nothing on /healthz /readyz /metrics /openapi.json, under /docs or on
- * the identity routes.
+ * /admin or /internal, on the gateway or sent upstream (base path + path without the
+ * prefix, a `:param` or `*` first counting as possibly reserved), nothing on /healthz
+ * /readyz /metrics /openapi.json, under /docs or on the identity routes.
  */
 import { Type, type Static } from 'typebox'
 import { PERMISSION_PATTERN } from '../../identity/services/permissions.js'
