@@ -54,7 +54,7 @@ t.test('upstream paths under /admin or /internal', async (t) => {
   await t.test('such a file stops the gateway at start, naming the place', async (t) => {
     const runs = await Promise.all(refused.map(async ([label, upstream, problem], i) => {
       const file = fileWith(`start-${i}.json`, upstream)
-      const gateway = startProcess(t, 'dist/gateway/server.js', { ...s.env.gateway, GATEWAY_PORT: String(await freePort()), GATEWAY_UPSTREAMS_FILE: file }, /never/)
+      const gateway = startProcess(t, 'dist/gateway/server.js', { ...s.env.gateway, GATEWAY_PORT: String(await freePort()), GATEWAY_METRICS_PORT: '0', GATEWAY_UPSTREAMS_FILE: file }, /never/)
       // A gateway that starts anyway is the failure: it would never exit on its own.
       const exit = await Promise.race([gateway.exited, sleep(START_WAIT_MS).then(() => ({ code: null, signal: null }))])
       return { label, file, problem, gateway, exit }
