@@ -14,7 +14,8 @@ import { OUTPUT_FORMATS } from './output.js'
 export function createPortierProgram (io: CliIo): Command {
   const program = new Command('portier')
     .description('Operate Portier: identity users, roles, API keys, sessions and signing keys; check gateway config.\n' +
-      'Identity commands work directly on IDENTITY_DATABASE_PATH and publish invalidation events on REDIS_URL (or REDIS_CLUSTER_NODES), as the server does.\n' +
+      'Identity commands work directly on IDENTITY_DATABASE_PATH, which must exist (the CLI never creates it). Their changes reach ' +
+      'running gateways within a second through the identity server, and directly on REDIS_URL (or REDIS_CLUSTER_NODES) when set.\n' +
       '`config check <file>` reads only the upstreams file and needs no environment.')
     .addOption(new Option('--format <format>', 'output format').choices(OUTPUT_FORMATS).default('json'))
     .configureOutput({

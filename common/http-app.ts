@@ -5,6 +5,7 @@ import { installAcceptCheck } from './accept.js'
 import { createAjv } from './ajv.js'
 import { answerClientError, CommonProblems, installProblemHandlers, sendProblem, toProblem } from './problem.js'
 import { ProblemSchema } from './problem-schema.js'
+import { queryStringProblem, searchOf } from './query-string.js'
 import { installRequestLogging, loggerOptions } from './logger.js'
 
 export interface HttpAppOptions {
@@ -63,6 +64,12 @@ export function createHttpApp (options: HttpAppOptions) {
   app.addHook('onRequest', (_request, reply, done) => {
     if (closing) sendProblem(reply, CommonProblems.serviceUnavailable())
     else done()
+  })
+  // A malformed query is the client's error on every route, never a 500 from a stricter parser further on.
+  app.addHook('onRequest', (request, reply, done) => {
+    const problem = queryStringProblem(searchOf(request.url))
+    if (problem === null) done()
+    else sendProblem(reply, CommonProblems.malformedQuery([problem]))
   })
   installAcceptCheck(app as unknown as FastifyInstance)
   installProblemHandlers(app as unknown as FastifyInstance)

@@ -69,6 +69,7 @@ export const CommonProblems = {
   malformedJson: defineProblem('malformed_json', 400, 'Malformed JSON body',
     'The request body is not valid JSON, or it has a forbidden member name (__proto__, constructor.prototype).'),
   malformedUrl: defineProblem('malformed_url', 400, 'Malformed URL', 'The request path is not a valid URL.'),
+  malformedQuery: defineProblem('malformed_query', 400, 'Malformed query string', 'The query string is refused: %s.'),
   emptyBody: defineProblem('empty_body', 400, 'Empty request body', 'A JSON body is required.'),
   notFound: defineProblem('not_found', 404, 'Not found', 'No route matches %s %s.'),
   notAcceptable: defineProblem('not_acceptable', 406, 'Not acceptable', 'This API answers application/json only.'),

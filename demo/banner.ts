@@ -142,7 +142,7 @@ export function laterStartBanner (input: BannerInput, counts: { users: number, a
   return [
     ...header(input),
     `The database holds ${counts.users} users and ${counts.apiKeys} API keys from an earlier start; no new secret is printed.`,
-    'Lost the demo secrets? With this process running, in the same folder:',
+    'Lost the demo secrets? With this process running, in the same folder (and with the same IDENTITY_DATABASE_PATH, if you set one):',
     `${INDENT}npx portier users list                                  # find the user's id`,
     `${INDENT}npx portier users set-password <id> --password-stdin    # then type a new password`,
     `${INDENT}npx portier keys list                                   # find the key's id`,

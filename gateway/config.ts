@@ -41,6 +41,7 @@ export const GatewayEnvSchema = Type.Object({
   GATEWAY_BODY_LIMIT_BYTES: Type.Integer({ minimum: 1_024, default: 1_048_576, description: 'Largest accepted request body (1 MiB).' }),
   GATEWAY_MAX_INFLECTION_DEPTH: Type.Integer({ minimum: 1, maximum: 10_000, default: 512, description: 'Deepest JSON nesting the gateway inflects.' }),
   GATEWAY_MAX_INFLECTED_RESPONSE_BYTES: Type.Integer({ minimum: 1_024, default: 16_777_216, description: 'Largest upstream JSON body the gateway inflects (16 MiB); larger is a 502.' }),
+  GATEWAY_ALLOWED_UNUSUAL_HEADERS: Type.Optional(Type.String({ description: 'Request header names with a character other than letters, digits and `-` (e.g. `x_legacy_id`) to forward anyway: a comma list of exact names. Unset: every such header is dropped.' })),
   GATEWAY_TRUST_PROXY: Type.String({ default: 'false', description: 'Whose X-Forwarded-* to trust (load balancers in front): false, true, or a comma list of IPs/CIDRs.' }),
   GATEWAY_SHUTDOWN_GRACE_SECONDS: Type.Number({ minimum: 0, maximum: 300, default: 10, description: 'On SIGTERM, how long in-flight requests get to finish.' }),
   LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, { default: 'info', description: 'pino log level.' })
@@ -102,6 +103,9 @@ export function loadGatewayConfig (env: Record<string, string | undefined> = pro
       bodyLimitBytes: e.GATEWAY_BODY_LIMIT_BYTES,
       maxInflectionDepth: e.GATEWAY_MAX_INFLECTION_DEPTH,
       maxInflectedResponseBytes: e.GATEWAY_MAX_INFLECTED_RESPONSE_BYTES,
+      ...(e.GATEWAY_ALLOWED_UNUSUAL_HEADERS !== undefined
+        ? { allowedUnusualHeaders: e.GATEWAY_ALLOWED_UNUSUAL_HEADERS.split(',').map((name) => name.trim()).filter((name) => name !== '') }
+        : {}),
       ...metrics
     }
   })

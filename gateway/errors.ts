@@ -11,7 +11,10 @@ const invalidCredentialChallenge = { 'www-authenticate': bearerChallenge('invali
 export const GatewayProblems = {
   malformedPath: defineProblem('malformed_path', 400, 'Malformed path', 'The request path is refused: %s.'),
   methodOverrideRefused: defineProblem('method_override_refused', 400, 'Method override refused',
-    'The %s header is not accepted: send the real HTTP method.'),
+    '%s is not accepted: send the real HTTP method.'),
+  malformedHost: defineProblem('malformed_host', 400, 'Malformed Host', 'The Host is refused: %s.'),
+  headerNotForwardable: defineProblem('header_not_forwardable', 400, 'Request header not forwardable',
+    'A request header cannot be forwarded: %s.'),
   methodNotAllowed: defineProblem('method_not_allowed', 405, 'Method not allowed', '%s is not declared for this path.'),
   invalidInflection: defineProblem('invalid_inflection', 400, 'Invalid x-api-inflection',
     'x-api-inflection must be one of: %s.'),

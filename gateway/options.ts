@@ -40,6 +40,12 @@ export const GatewayOptionsSchema = Type.Object({
   bodyLimitBytes: Type.Optional(Type.Integer({ minimum: 1_024, default: 1_048_576 })),
   maxInflectionDepth: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, default: 512 })),
   maxInflectedResponseBytes: Type.Optional(Type.Integer({ minimum: 1_024, default: 16_777_216 })),
+  /**
+   * Request header names with a character other than letters, digits and `-` (such as
+   * `_` or `.`) that are forwarded anyway, by exact name; every other such header is
+   * dropped, since CGI-style servers read `x_portier_principal` as `x-portier-principal`.
+   */
+  allowedUnusualHeaders: Type.Optional(Type.Array(Type.String({ pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$" }), { default: [] })),
   /** Serve /healthz and /readyz from the plugin (turn off if the host has its own). */
   observabilityRoutes: Type.Optional(Type.Boolean({ default: true })),
   /**

@@ -120,7 +120,8 @@ async function trafficContext (app: FastifyInstance, { runtime, options }: { run
     metrics: runtime.metrics,
     maxInflectionDepth: options.maxInflectionDepth,
     maxInflectedResponseBytes: options.maxInflectedResponseBytes,
-    connectTimeoutMs: runtime.connectTimeoutMs
+    connectTimeoutMs: runtime.connectTimeoutMs,
+    allowedUnusualHeaders: options.allowedUnusualHeaders
   })
 }
 

@@ -2,7 +2,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { AuthProblems, CommonProblems } from '../common/problem.js'
 import { permissionDenied, permits, type Authenticate, type Principal } from './auth/authenticate.js'
 import { GatewayProblems } from './errors.js'
+import { hostProblem } from './host-header.js'
 import { ALLOWED_INFLECTION_VALUES, parseInflectionHeader, type KeyCase } from './inflection/index.js'
+import { METHOD_OVERRIDE_HEADERS, queryOverridesMethod } from './method-override.js'
 import { normalisePath, type ResolvedRoute, type RouteTable } from './routing/index.js'
 
 /** What the gate decided about a request, read by the proxy handler and the hooks after it. */
@@ -16,45 +18,57 @@ export interface GateDecision {
   inflection: KeyCase | null
 }
 
-/**
- * Upstreams may honour these to turn an allowed POST into a forbidden DELETE; the
- * gateway authorises the real method only, so it refuses them rather than forward.
- */
-const METHOD_OVERRIDE_HEADERS = ['x-http-method-override', 'x-http-method', 'x-method-override'] as const
-
 function refuseMethodOverride (request: FastifyRequest, search: string): void {
   for (const header of METHOD_OVERRIDE_HEADERS) {
-    if (request.headers[header] !== undefined) throw GatewayProblems.methodOverrideRefused([header])
+    if (request.headers[header] !== undefined) throw GatewayProblems.methodOverrideRefused([`The ${header} header`])
   }
-  // Parse the query only when it could name _method (literally or percent-encoded): most requests skip it.
-  if (search.length > 1 && /_method|%/i.test(search) && new URLSearchParams(search).has('_method')) throw GatewayProblems.methodOverrideRefused(['_method query parameter'])
+  if (queryOverridesMethod(search)) throw GatewayProblems.methodOverrideRefused(['A _method query parameter (in any spelling)'])
 }
 
 /**
- * Node keeps only the first of repeated Authorization headers, so which one counted
- * would depend on the order: like two x-api-key headers, two are one malformed credential.
+ * Node keeps only the first of repeated Host and Authorization headers, so which one
+ * counted would depend on the order. Two Hosts are two claims about which site is
+ * asked (and the first would become X-Forwarded-Host); like two x-api-key headers,
+ * two Authorization headers are one malformed credential.
  */
-function refuseRepeatedAuthorization (request: FastifyRequest): void {
-  if (request.headers.authorization === undefined) return
+function countRepeatable (request: FastifyRequest): { hosts: number, authorizations: number } {
   const raw = request.raw.rawHeaders
-  let seen = 0
+  let hosts = 0
+  let authorizations = 0
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string
-    if (name.length === 13 && name.toLowerCase() === 'authorization' && ++seen > 1) {
-      throw AuthProblems.invalidToken(['The Authorization header is not a well-formed Bearer credential.'])
-    }
+    if (name.length === 4 && name.toLowerCase() === 'host') hosts++
+    else if (name.length === 13 && name.toLowerCase() === 'authorization') authorizations++
   }
+  return { hosts, authorizations }
 }
 
 /**
- * The gateway's checks, in DESIGN order, before any body is read: normalise the path
- * (path tricks are refused, never reinterpreted), match the route (404/405), read the
+ * The Host the gateway vouches for (it becomes X-Forwarded-Host): the client's, or the
+ * one a trusted proxy forwarded (Fastify's `request.host` under `trustProxy`). Both
+ * must be one well-formed host[:port].
+ */
+function refuseBadHost (request: FastifyRequest, hosts: number): void {
+  if (hosts > 1) throw GatewayProblems.malformedHost(['more than one Host header'])
+  const sent = request.headers.host
+  const problem = (sent === undefined ? null : hostProblem(sent)) ?? hostProblem(request.host)
+  if (problem !== null) throw GatewayProblems.malformedHost([problem])
+}
+
+/**
+ * The gateway's checks, in DESIGN order, before any body is read: one well-formed Host
+ * (400), normalise the path and check the query (path tricks are refused, never
+ * reinterpreted; so are method overrides), match the route (404/405), read the
  * inflection header (400), authenticate (400/401/503) and authorise (403).
  */
 export function createRequestGate (deps: { table: () => RouteTable, authenticate: Authenticate }) {
   return async function gate (request: FastifyRequest, reply: FastifyReply): Promise<GateDecision> {
+    const repeated = countRepeatable(request)
+    refuseBadHost(request, repeated.hosts)
     const normalised = normalisePath(request.url)
-    if (!normalised.ok) throw GatewayProblems.malformedPath([normalised.reason])
+    if (!normalised.ok) {
+      throw normalised.part === 'query' ? CommonProblems.malformedQuery([normalised.reason]) : GatewayProblems.malformedPath([normalised.reason])
+    }
     refuseMethodOverride(request, normalised.search)
     const match = deps.table().match(request.method, normalised.path)
     if (match.kind === 'not_found') throw CommonProblems.notFound([request.method, normalised.path])
@@ -72,7 +86,7 @@ export function createRequestGate (deps: { table: () => RouteTable, authenticate
       principal: null,
       inflection: inflection.kind === 'style' ? inflection.style : null
     }
-    refuseRepeatedAuthorization(request)
+    if (repeated.authorizations > 1) throw AuthProblems.invalidToken(['The Authorization header is not a well-formed Bearer credential.'])
     if (match.route.auth === 'none') return decision
     const principal = await deps.authenticate(request.headers)
     decision.principal = principal

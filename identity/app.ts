@@ -18,7 +18,9 @@ import { sessionsRevokedRoutes } from './routes/internal/sessions-revoked.js'
 import { healthRoutes } from './routes/health.js'
 import { systemClock, type Clock } from './services/clock.js'
 import { createIdentityServices, type IdentityServices } from './services/index.js'
+import { startOutboxRelay } from './services/outbox-relay.js'
 import { openDatabase, type Db } from './store/database.js'
+import { createOutboxStore } from './store/outbox-store.js'
 
 /** How long start-up waits for Redis before running degraded (events then get lost, logged). */
 const REDIS_START_WAIT_MS = 2_000
@@ -97,6 +99,9 @@ export async function buildIdentity (config: IdentityConfig, options: BuildIdent
   // Admin listener only: the public one is what the gateway routes to.
   await adminApp.register(metricsRoutes, { metrics })
 
+  // Changes the CLI made on this file reach the gateways through this process's bus.
+  const relay = startOutboxRelay({ store: createOutboxStore(db), events, log: publicApp.log })
+
   let closed = false
   return {
     publicApp: publicApp as unknown as FastifyInstance,
@@ -108,6 +113,7 @@ export async function buildIdentity (config: IdentityConfig, options: BuildIdent
       closed = true
       // Stop taking requests and let in-flight ones finish, then release the database.
       await Promise.all([publicApp.close(), adminApp.close()])
+      await relay.stop()
       if (options.events === undefined) await events.close()
       if (redis !== null) redis.disconnect()
       db.close()

@@ -11,7 +11,7 @@ export const IdentityEnvSchema = Type.Object({
   IDENTITY_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3001, description: 'Port of the public listener.' }),
   IDENTITY_ADMIN_HOST: Type.String({ default: '127.0.0.1', description: 'Interface of the admin/internal listener; keep it private.' }),
   IDENTITY_ADMIN_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3002, description: 'Port of the admin/internal listener.' }),
-  IDENTITY_DATABASE_PATH: Type.String({ minLength: 1, default: './data/identity.db', description: 'SQLite file (WAL mode); created with its folder when missing.' }),
+  IDENTITY_DATABASE_PATH: Type.String({ minLength: 1, default: './data/identity.db', description: 'SQLite file (WAL mode); identity and npm start create it with its folder when missing; the CLI refuses a path that holds no Portier database.' }),
   IDENTITY_ADMIN_TOKEN: Type.String({ minLength: 32, description: 'Credential for /admin/* (Authorization: Bearer). Required; at least 32 characters.' }),
   IDENTITY_SERVICE_TOKEN: Type.String({ minLength: 32, description: 'Credential gateways use for /internal/*. Required; at least 32 characters.' }),
   ...redisEnvProperties('invalidation events', 'events stay in process.'),

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { BODY_PROBLEMS, problemResponses } from '../common/problem-schema.js'
+import { searchOf } from '../common/query-string.js'
 import { readPrincipal } from './principal.js'
 
 const StringOrList = Type.Union([Type.String(), Type.Array(Type.String())])
@@ -8,6 +9,8 @@ const StringOrList = Type.Union([Type.String(), Type.Array(Type.String())])
 const EchoAnswer = Type.Object({
   method: Type.String(),
   path: Type.String(),
+  /** The query string exactly as it arrived, with its `?` (empty when there is none). */
+  search: Type.String(),
   query: Type.Record(Type.String(), StringOrList),
   headers: Type.Record(Type.String(), StringOrList),
   body: Type.Unknown(),
@@ -27,6 +30,7 @@ export const echoRoutes: FastifyPluginAsyncTypebox = async (app) => {
     }, async (request) => ({
       method: request.method,
       path: request.url.split('?')[0] ?? '',
+      search: searchOf(request.url),
       query: request.query as Record<string, string | string[]>,
       headers: request.headers as Record<string, string | string[]>,
       body: request.body ?? null,

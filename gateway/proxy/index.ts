@@ -7,8 +7,10 @@ import { dispatchDeadline } from '../dispatch-deadline.js'
 import { GatewayProblems } from '../errors.js'
 import type { GatewayMetrics } from '../observability/metrics.js'
 import type { GateDecision } from '../request-gate.js'
-import { forwardHeaders } from './forward-headers.js'
+import { refuseBodyMethodOverride } from '../method-override.js'
+import { createForwardHeaders } from './forward-headers.js'
 import { canDecode, decode, inflectRequestBody, inflectResponseBody, isJsonContentType, readBody } from './json-bodies.js'
+import { refusedRequestHeader } from './request-faults.js'
 
 export interface ProxyOptions {
   decisionOf: (request: FastifyRequest) => GateDecision
@@ -17,6 +19,8 @@ export interface ProxyOptions {
   maxInflectedResponseBytes: number
   /** Connect timeout for an upstream origin, read when its connection pool is created. */
   connectTimeoutMs: (origin: string) => number
+  /** Request header names with characters other than letters, digits and `-` that are forwarded anyway. */
+  allowedUnusualHeaders: readonly string[]
 }
 
 const BODYLESS_STATUSES = new Set([204, 205, 304])
@@ -53,6 +57,7 @@ function createUpstreamAgent (connectTimeoutMs: (origin: string) => number): { a
  */
 export async function registerProxy (app: FastifyInstance, options: ProxyOptions): Promise<void> {
   const { decisionOf, metrics } = options
+  const forwardHeaders = createForwardHeaders({ allowedUnusualHeaders: options.allowedUnusualHeaders })
   const { agent, dispatcher } = createUpstreamAgent(options.connectTimeoutMs)
   app.addHook('onClose', async () => { await agent.close() })
 
@@ -85,6 +90,12 @@ export async function registerProxy (app: FastifyInstance, options: ProxyOptions
   }
 
   function upstreamFailed (request: FastifyRequest, reply: FastifyReply, error: { statusCode?: number, code?: string }): void {
+    const refused = refusedRequestHeader(error)
+    if (refused !== null) {
+      request.log.info({ reason: refused }, 'request header not forwardable')
+      sendProblem(reply, GatewayProblems.headerNotForwardable([refused]))
+      return
+    }
     const upstream = decisionOf(request).route.upstream
     const timedOut = error.statusCode === 504
     request.log.warn({ upstream: upstream.name, code: error.code }, timedOut ? 'upstream timed out' : 'upstream unreachable')
@@ -115,9 +126,13 @@ export async function registerProxy (app: FastifyInstance, options: ProxyOptions
       if (body !== undefined && body.length > 0 && decision.inflection !== null) {
         body = inflectRequestBody(body, upstream.keyCase, options.maxInflectionDepth)
       }
+      if (body !== undefined && body.length > 0) refuseBodyMethodOverride(body)
       const startedAt = performance.now()
-      return reply.from(decision.upstreamPath + decision.search, {
+      // The path alone: reply-from decodes it to look for `..`, so a query value (`?next=/..`, `?q=%`) must not be in it.
+      return reply.from(decision.upstreamPath, {
         ...fromOptions,
+        // The query exactly as the client sent it (checked by the gate), never re-encoded.
+        queryString: () => decision.search.slice(1),
         timeout: upstream.timeouts.responseMs,
         // One attempt: retrying a request the upstream may have acted on is not the gateway's call.
         retryDelay: () => null,

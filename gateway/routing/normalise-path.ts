@@ -1,3 +1,4 @@
+import { queryStringProblem } from '../../common/query-string.js'
 import type { NormalisedPath } from './types.js'
 
 /** Longest path accepted, in characters, query excluded. */
@@ -10,7 +11,7 @@ const BACKSLASH = 0x5c
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true })
 
-const refuse = (reason: string): NormalisedPath => ({ ok: false, reason })
+const refuse = (reason: string): NormalisedPath => ({ ok: false, reason, part: 'path' })
 
 function hexValue (code: number): number {
   if (code >= 0x30 && code <= 0x39) return code - 0x30
@@ -95,7 +96,10 @@ function scan (raw: string): { ok: true, path: string } | { ok: false, reason: s
  * or non-ASCII characters, `#`, empty segments, segments ending in `.`, paths over
  * 2048 characters and anything not starting with `/`. Normalised: one trailing slash
  * removed, encoded unreserved characters decoded; letter case and other escapes are
- * left alone. The query string is returned raw (with its `?`) and not inspected.
+ * left alone. The query string is checked for syntax only (well-formed escapes, no raw
+ * control, space or non-ASCII character: `part: 'query'` when refused) and returned
+ * raw, with its `?`: it is forwarded apart from the path, so `?next=/..` is a value,
+ * never a path to normalise or refuse.
  */
 export function normalisePath (rawUrl: string): NormalisedPath {
   // A request target never carries a fragment (RFC 9112 §3.2); clients strip it.
@@ -106,7 +110,9 @@ export function normalisePath (rawUrl: string): NormalisedPath {
   if (raw.length > MAX_PATH_LENGTH) return refuse(`path longer than ${MAX_PATH_LENGTH} characters`)
   if (raw.charCodeAt(0) !== SLASH) return refuse('the path must start with /')
   const scanned = scan(raw)
-  if (!scanned.ok) return scanned
+  if (!scanned.ok) return refuse(scanned.reason)
+  const queryProblem = queryStringProblem(search)
+  if (queryProblem !== null) return { ok: false, reason: queryProblem, part: 'query' }
   const path = scanned.path
   // `%252e` is `%2e` to an upstream that decodes twice.
   if (/%25(?:2e|2f|5c|00)/i.test(path)) return refuse('double percent-encoded dot, slash, backslash or NUL')

@@ -86,4 +86,5 @@ export interface RouteTableOptions {
   identityOrigin: string
 }
 
-export type NormalisedPath = { ok: true, path: string, search: string } | { ok: false, reason: string }
+/** `part` says whether the path or the query string was refused. */
+export type NormalisedPath = { ok: true, path: string, search: string } | { ok: false, reason: string, part: 'path' | 'query' }

@@ -10,12 +10,19 @@ import { formatAnswer, type Answer, type OutputFormat } from '../../cli/output.j
 import { loadIdentityCliConfig, type IdentityCoreConfig } from '../config.js'
 import { systemClock } from '../services/clock.js'
 import { createIdentityServices, type IdentityServices, type ServicesLog } from '../services/index.js'
+import { createOutboxEventBus, type OutboxEventBus } from '../services/outbox-event-bus.js'
 import { openDatabase } from '../store/database.js'
+import { createOutboxStore } from '../store/outbox-store.js'
 
 /** How long a command waits for Redis before going on without it (as the server at start). */
 const REDIS_WAIT_MS = 2_000
 /** PUBLISH has been answered by the time the CLI closes, so there is nothing left to wait for. */
 const REDIS_DISCONNECT_TIMEOUT_MS = 100
+/**
+ * Without Redis, how long a command that changed something waits for the identity
+ * server to relay its events before saying that none did: the propagation bound.
+ */
+const RELAY_WAIT_MS = 1_000
 
 /** What a command's body receives. */
 export interface CommandRun<O> {
@@ -32,15 +39,15 @@ export interface CommandRun<O> {
 
 export type CommandBody<O> = (run: CommandRun<O>) => Promise<Answer>
 
-/** Invalidation events for the CLI: gateways hear them only through Redis. */
+/**
+ * Where the CLI publishes directly, besides the outbox: Redis when configured, so that
+ * gateways hear a change even while identity is down; nowhere otherwise (the identity
+ * server relays the outbox on its in-process bus).
+ */
 async function connectEvents (config: IdentityCoreConfig, io: CliIo): Promise<{ events: EventBus, redis: RedisClient | null }> {
   if (config.redis === undefined) {
-    let warned = false
     const events: EventBus = {
-      async publish () {
-        if (!warned) warn(io, 'REDIS_URL is not set: gateways are not told of this change and notice it when their caches expire')
-        warned = true
-      },
+      async publish () {},
       async subscribe () { return async () => {} },
       receiving: () => false,
       async close () {}
@@ -53,7 +60,7 @@ async function connectEvents (config: IdentityCoreConfig, io: CliIo): Promise<{ 
   // ioredis retries in the background; one summary below is enough (the URL may hold a password: never shown).
   redis.on('error', (err: Error) => { lastError = err.message })
   if (!await waitForRedis(redis, REDIS_WAIT_MS)) {
-    warn(io, `Redis (${config.redis.mode === 'cluster' ? 'REDIS_CLUSTER_NODES' : 'REDIS_URL'}) is not reachable${lastError !== '' ? ` (${lastError})` : ''}: invalidation events are lost; gateways notice changes when their caches expire`)
+    warn(io, `Redis (${config.redis.mode === 'cluster' ? 'REDIS_CLUSTER_NODES' : 'REDIS_URL'}) is not reachable${lastError !== '' ? ` (${lastError})` : ''}: gateways hear of changes only when identity relays them (if it reaches Redis), else when their caches expire`)
   }
   return { events: createRedisEventBus({ redis, channel: config.eventsChannel, log: stderrLogger(io) }), redis }
 }
@@ -84,20 +91,35 @@ function startupNotes (io: CliIo): ServicesLog {
 
 interface OpenIdentity { services: IdentityServices, close: () => Promise<void> }
 
-/** The same database, services and event channel as the server, without its HTTP credentials. */
+/** Without a direct path to the gateways, says when no identity server relayed this command's events in time. */
+async function confirmRelayed (events: OutboxEventBus, io: CliIo): Promise<void> {
+  if (!events.wrote() || await events.relayed(RELAY_WAIT_MS)) return
+  warn(io, `the change is saved, but no identity server relayed it to the gateways within ${RELAY_WAIT_MS / 1000} s ` +
+    '(is Portier running, on this IDENTITY_DATABASE_PATH?): identity relays it when it next starts; ' +
+    'until then a gateway keeps what it has cached until its cache TTL')
+}
+
+/**
+ * The same database, services and event channel as the server, without its HTTP
+ * credentials. The database must exist: the CLI never creates one.
+ */
 async function openIdentity (io: CliIo): Promise<OpenIdentity> {
   const config = loadIdentityCliConfig(io.env)
-  const db = openDatabase(config.databasePath)
-  let connected: { events: EventBus, redis: RedisClient | null } | null = null
+  const db = openDatabase(config.databasePath, { create: false })
+  const outbox = createOutboxStore(db)
+  let connected: { events: OutboxEventBus, redis: RedisClient | null } | null = null
   const close = async (): Promise<void> => {
     if (connected !== null) {
+      if (connected.redis === null) await confirmRelayed(connected.events, io)
       await connected.events.close()
       connected.redis?.disconnect()
     }
     db.close()
   }
   try {
-    connected = await connectEvents(config, io)
+    const direct = await connectEvents(config, io)
+    // Every event also goes to the outbox, for the identity server to relay on its own bus.
+    connected = { events: createOutboxEventBus({ store: outbox, clock: systemClock, direct: direct.events }), redis: direct.redis }
     const services = await createIdentityServices(config, { db, events: connected.events, clock: systemClock, log: startupNotes(io) })
     return { services, close }
   } catch (err) {

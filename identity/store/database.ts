@@ -1,18 +1,29 @@
 import Database from 'better-sqlite3'
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
+import { requireIdentityDatabase } from './database-file.js'
 import { migrate } from './migrations.js'
 
 export type Db = Database.Database
 
 const BUSY_TIMEOUT_MS = 5_000
 
+export interface OpenDatabaseOptions {
+  /**
+   * Whether a missing or empty file is initialised (with its folder): the server and
+   * `npm start` do (the default); the CLI passes false, and is refused instead.
+   */
+  create?: boolean
+}
+
 /**
  * Opens identity's SQLite database: WAL so readers never block the writer,
  * a busy timeout so the CLI and the server can share the file, foreign keys
- * enforced, and every pending migration applied.
+ * enforced, and every pending migration applied. A file that is not identity's
+ * database is refused with a ConfigError naming it, and left unchanged.
  */
-export function openDatabase (path: string): Db {
+export function openDatabase (path: string, options: OpenDatabaseOptions = {}): Db {
+  requireIdentityDatabase(path, options.create ?? true)
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
   const db = new Database(path)
   db.pragma('journal_mode = WAL')

@@ -93,6 +93,21 @@ const MIGRATIONS: ReadonlyArray<{ version: number, name: string, sql: string }> 
       ) STRICT;
       CREATE UNIQUE INDEX signing_keys_one_active ON signing_keys((1)) WHERE retired_at IS NULL;
     `
+  },
+  {
+    version: 2,
+    name: 'event outbox',
+    // Invalidation events written by other processes on this file (the CLI), for the
+    // identity server to publish on its own bus. AUTOINCREMENT: an id is never reused,
+    // so a writer waiting for its rows to be relayed cannot mistake a newer row for its own.
+    sql: `
+      CREATE TABLE event_outbox (
+        id         INTEGER PRIMARY KEY AUTOINCREMENT,
+        event      TEXT NOT NULL,             -- the event as published on the bus (JSON)
+        created_at INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX event_outbox_by_created_at ON event_outbox(created_at);
+    `
   }
 ]
 

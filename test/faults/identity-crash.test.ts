@@ -1,6 +1,7 @@
 import t from 'tap'
 import Database from 'better-sqlite3'
 import { parseApiKey } from '../../common/api-key-format.js'
+import { LATEST_SCHEMA_VERSION } from '../../identity/store/migrations.js'
 import { assertStatus } from '../helpers/assert.js'
 import { http } from '../helpers/http.js'
 import { watchForLeaks } from '../helpers/leak-watch.js'
@@ -134,7 +135,8 @@ t.test('kill -9 of identity during key creations and refreshes', async (t) => {
   await t.test('the database is intact', async (t) => {
     t.same(db.pragma('integrity_check'), [{ integrity_check: 'ok' }], 'PRAGMA integrity_check is ok')
     t.same(db.pragma('foreign_key_check'), [], 'PRAGMA foreign_key_check finds no dangling reference')
-    t.same(db.prepare('SELECT version FROM schema_migrations').pluck().all(), [1], 'the schema is at its version, applied once')
+    t.same(db.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all(), Array.from({ length: LATEST_SCHEMA_VERSION }, (_, i) => i + 1),
+      'the schema is at its version, each migration applied once')
   })
 
   await t.test('every key the client saw created exists whole and verifies', async (t) => {

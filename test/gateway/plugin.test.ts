@@ -4,7 +4,7 @@ import { ConfigError } from '../../common/config.js'
 import { portierGateway, type GatewayPluginOptions } from '../../gateway/plugin.js'
 import { assertJson, assertProblem } from '../helpers/assert.js'
 import { mockUpstreams, startStack } from '../helpers/gateway.js'
-import { http } from '../helpers/http.js'
+import { http, rawRequest } from '../helpers/http.js'
 
 t.test('the plugin mounted in a host app that has routes of its own', async (t) => {
   const s = await startStack(t)
@@ -37,6 +37,17 @@ t.test('the plugin mounted in a host app that has routes of its own', async (t) 
   t.equal((await http(`${url}/host/hello`, { headers: { accept: 'text/html' } })).status, 200, 'but not to the host\'s own routes')
   t.equal(typeof host.portierGateway.reload, 'function', 'the host can reach the gateway (reload on its own signal)')
   t.equal((await http(`${url}/healthz`)).status, 404, 'observability routes stay off when the host asks')
+
+  // A plain Fastify host has no query check of its own: the gate's holds on the gateway's routes.
+  assertProblem(t, await rawRequest(url, '/users?a=%', { headers: { 'x-api-key': key.key } }), 400, 'malformed_query',
+    'a malformed query on a gateway route inside the host')
+  assertProblem(t, await rawRequest(url, '/.well-known/jwks.json?%zz'), 400, 'malformed_query', 'on identity\'s routes too, never a 500')
+  assertProblem(t, await rawRequest(url, '/users?%5Fmethod=DELETE', { headers: { 'x-api-key': key.key } }), 400, 'method_override_refused',
+    'an encoded _method inside the host')
+  assertProblem(t, await rawRequest(url, '/users', { headers: { 'x-api-key': key.key, host: 'a,b.example' } }), 400, 'malformed_host',
+    'a malformed Host inside the host')
+  const echoedQuery = await rawRequest(url, '/users?per_page=1&next=/..', { headers: { 'x-api-key': key.key } })
+  assertJson(t, echoedQuery, 200, 'a path-like query value is forwarded, not refused')
 })
 
 t.test('options are validated at registration, naming the bad one', async (t) => {
@@ -52,6 +63,13 @@ t.test('options are validated at registration, naming the bad one', async (t) =>
     ['both Redis settings', { redisUrl: 'redis://127.0.0.1:1', redisClusterNodes: ['127.0.0.1:2'] }, /redisUrl and redisClusterNodes: set one of them, not both/],
     ['a bad cluster node', { redisClusterNodes: ['127.0.0.1:2', 'nope'] }, /redisClusterNodes: node 2 of 2 \("nope"\) is not host:port/],
     ['an empty cluster', { redisClusterNodes: [] }, /redisClusterNodes: must NOT have fewer than 1 items/],
+    ['an unusual header name that is not a header name', { allowedUnusualHeaders: ['x legacy'] }, /allowedUnusualHeaders\.0: must match pattern/],
+    ['an allowed name that needs no allowing', { allowedUnusualHeaders: ['x-legacy-id'] }, /allowedUnusualHeaders\[0\]: x-legacy-id has only letters, digits and -/],
+    ['an allowed name that aliases x-forwarded-for', { allowedUnusualHeaders: ['x_legacy', 'x_forwarded_for'] },
+      /allowedUnusualHeaders\[1\]: x_forwarded_for reads as a header the gateway sets or strips \(X_FORWARDED_FOR\)/],
+    ['an allowed name that aliases the principal', { allowedUnusualHeaders: ['X.Portier.Principal'] }, /allowedUnusualHeaders\[0\]: X\.Portier\.Principal reads as a header/],
+    ['an allowed name that aliases a path override', { allowedUnusualHeaders: ['x_original_url'] }, /allowedUnusualHeaders\[0\]: x_original_url reads as/],
+    ['an allowed name that aliases the credential', { allowedUnusualHeaders: ['x_api_key'] }, /allowedUnusualHeaders\[0\]: x_api_key reads as/],
     ['metrics on the app without a token', { metricsRoute: true }, /metricsRoute: needs metricsToken/],
     ['a short metrics token', { metricsRoute: true, metricsToken: 'm'.repeat(31) }, /metricsToken/],
     ['a metrics token no Authorization header can carry', { metricsRoute: true, metricsToken: 'a metrics token with spaces in it, 40 chars' }, /metricsToken/],

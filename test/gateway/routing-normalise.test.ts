@@ -97,8 +97,29 @@ t.test('refused, with the reason', async (t) => {
     [`/${'a'.repeat(MAX_PATH_LENGTH)}`, `path longer than ${MAX_PATH_LENGTH} characters`]
   ]
   for (const [url, reason] of cases) {
-    t.same(normalisePath(url), { ok: false, reason }, JSON.stringify(url).slice(0, 80))
+    t.same(normalisePath(url), { ok: false, reason, part: 'path' }, JSON.stringify(url).slice(0, 80))
   }
+})
+
+t.test('a query string is checked for syntax only, and refused as the query', async (t) => {
+  const refused: Array<[string, string]> = [
+    ['/users?q=%zz', MALFORMED],
+    ['/users?a=%', MALFORMED],
+    ['/users?%', MALFORMED],
+    ['/users?a=%2', MALFORMED],
+    ['/users?a=%g0', MALFORMED],
+    ['/users?a=1&b=%%32e', MALFORMED],
+    ['/.well-known/jwks.json?a=%', MALFORMED],
+    ['/users?a=b c', RAW_CHARACTER],
+    ['/users?a=\u0001', RAW_CHARACTER],
+    ['/users?a=\u007f', RAW_CHARACTER],
+    ['/users?a=\u00e9', RAW_CHARACTER],
+    ['/users?a=\t', RAW_CHARACTER]
+  ]
+  for (const [url, reason] of refused) {
+    t.same(normalisePath(url), { ok: false, reason, part: 'query' }, JSON.stringify(url))
+  }
+  t.same(normalisePath('/users/%2e%2e?a=%'), { ok: false, reason: ENCODED_STRUCTURE, part: 'path' }, 'a bad path is reported before a bad query')
 })
 
 t.test('accepted and normalised', async (t) => {
@@ -113,10 +134,13 @@ t.test('accepted and normalised', async (t) => {
     ['/users?', '/users', '?'],
     ['/users/?page=2', '/users', '?page=2'],
     ['/?', '/', '?'],
-    // The query is returned raw, never inspected.
+    // The query is returned raw: dots, slashes and escapes in it are values, never a path.
     ['/users?x=%2e', '/users', '?x=%2e'],
     ['/users?path=../../admin&y=%2f;z', '/users', '?path=../../admin&y=%2f;z'],
-    ['/users?q=%zz', '/users', '?q=%zz'],
+    ['/users?x=/..', '/users', '?x=/..'],
+    ['/users?x=%2e%2e/&next=/admin', '/users', '?x=%2e%2e/&next=/admin'],
+    ['/users?q=%C0%AE%ff&r=%00', '/users', '?q=%C0%AE%ff&r=%00'],
+    ["/users?q='\"<>`{}|^\\", '/users', "?q='\"<>`{}|^\\"],
     // Escapes other than unreserved characters stay as written.
     ['/users/a%20b', '/users/a%20b', ''],
     ['/users/%C3%A9t%C3%A9', '/users/%C3%A9t%C3%A9', ''],
@@ -146,13 +170,13 @@ t.test('accepted and normalised', async (t) => {
 
 t.test('one trailing slash only', async (t) => {
   t.same(normalisePath('/users/'), { ok: true, path: '/users', search: '' })
-  t.same(normalisePath('/users//'), { ok: false, reason: 'empty path segment (//)' })
+  t.same(normalisePath('/users//'), { ok: false, reason: 'empty path segment (//)', part: 'path' })
 })
 
 t.test('a 2049-character path is refused, a 2048-character one accepted', async (t) => {
   const accepted = `/${'x'.repeat(2047)}`
   t.equal(accepted.length, 2048)
   t.same(normalisePath(accepted), { ok: true, path: accepted, search: '' })
-  t.same(normalisePath(`${accepted}x`), { ok: false, reason: 'path longer than 2048 characters' })
+  t.same(normalisePath(`${accepted}x`), { ok: false, reason: 'path longer than 2048 characters', part: 'path' })
   t.same(normalisePath(`${accepted}?${'q'.repeat(100)}`), { ok: true, path: accepted, search: `?${'q'.repeat(100)}` }, 'the query does not count')
 })

@@ -42,6 +42,9 @@ t.test('the environment is validated, naming every bad variable', async (t) => {
   t.equal(config.port, 3000, 'defaults apply')
   t.equal(config.plugin.upstreamsFile, 'gateway/upstreams.default.yaml', 'the shipped upstreams by default')
   t.notOk('redisUrl' in config.plugin, 'no Redis unless REDIS_URL is set')
+  t.notOk('allowedUnusualHeaders' in config.plugin, 'no unusual header name is allowed unless GATEWAY_ALLOWED_UNUSUAL_HEADERS is set')
+  t.same(loadGatewayConfig({ IDENTITY_SERVICE_TOKEN: TOKEN, GATEWAY_ALLOWED_UNUSUAL_HEADERS: ' x_legacy_id, X.Trace ,' }).plugin.allowedUnusualHeaders,
+    ['x_legacy_id', 'X.Trace'], 'GATEWAY_ALLOWED_UNUSUAL_HEADERS: a comma list, trimmed')
 })
 
 t.test('the metrics listener: on by default on 127.0.0.1:9464, off with port 0', async (t) => {
@@ -84,6 +87,11 @@ t.test('the server refuses to start on bad configuration (exit 78)', async (t) =
   })
   t.equal(invalid.status, 78, 'exit 78 on an invalid upstreams file')
   t.match(invalid.stderr, /bad\.yaml: upstreams\[0\]\.routes\[0\]\.permission/, 'naming the file and the path inside it')
+  const aliasing = spawnSync(process.execPath, [SERVER], {
+    env: { PATH: process.env.PATH, IDENTITY_SERVICE_TOKEN: TOKEN, GATEWAY_ALLOWED_UNUSUAL_HEADERS: 'x_portier_principal' }, encoding: 'utf8'
+  })
+  t.equal(aliasing.status, 78, 'exit 78 when an allowed unusual header name aliases one the gateway owns')
+  t.match(aliasing.stderr, /allowedUnusualHeaders\[0\]: x_portier_principal reads as a header the gateway sets or strips/, 'naming it')
 })
 
 t.test('the standalone server: SIGHUP reloads, SIGTERM drains in-flight requests', async (t) => {

@@ -16,6 +16,7 @@ t.test('happy: /echo answers the request exactly as received', async (t) => {
   t.same(echo, {
     method: 'GET',
     path: '/echo',
+    search: '?user_id=7&tag=a&tag=b&empty=',
     query: { user_id: '7', tag: ['a', 'b'], empty: '' },
     headers: { host, connection: 'keep-alive', ...sent },
     body: null,
