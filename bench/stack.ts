@@ -106,9 +106,11 @@ export async function startStack (options: StackOptions): Promise<Stack> {
     })
     stops.push(identity.stop)
 
-    const gatewayEnv = (port: number, upstreamsFile: string): Record<string, string> => ({
+    const gatewayEnv = (port: number, upstreamsFile: string, metricsPort = 0): Record<string, string> => ({
       GATEWAY_HOST: '127.0.0.1',
       GATEWAY_PORT: String(port),
+      // Each gateway its own metrics port (scrape it at http://127.0.0.1:<port>/metrics); 0: none.
+      GATEWAY_METRICS_PORT: String(metricsPort),
       GATEWAY_UPSTREAMS_FILE: upstreamsFile,
       GATEWAY_WATCH_UPSTREAMS: 'false',
       IDENTITY_PUBLIC_URL: identity.url,
@@ -118,13 +120,13 @@ export async function startStack (options: StackOptions): Promise<Stack> {
       LOG_LEVEL: 'info'
     })
     const startGateway = async (name: string, routes: number): Promise<Service> => {
-      const port = await freePort()
+      const [port, metricsPort] = [await freePort(), await freePort()]
       const upstreamsFile = await writeUpstreamsFile(join(dir, `${name}.json`), mock.url, routes)
       const gateway = await startService({
         name,
         command: process.execPath,
         args: nodeArgs('gateway/server.js', name, options.cpuProfileDir),
-        env: gatewayEnv(port, upstreamsFile), url: `http://127.0.0.1:${port}`, readyPath: '/readyz'
+        env: gatewayEnv(port, upstreamsFile, metricsPort), url: `http://127.0.0.1:${port}`, readyPath: '/readyz'
       })
       stops.push(gateway.stop)
       return gateway

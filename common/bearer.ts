@@ -8,6 +8,8 @@ export type BearerCredential =
   | { kind: 'malformed' }
   | { kind: 'token', token: string }
 
+/** RFC 6750 §2.1 b64token: what a configured Bearer credential must be made of to be presentable at all. */
+export const B64TOKEN_PATTERN = '^[A-Za-z0-9\\-._~+/]+=*$'
 const BEARER = /^Bearer ([A-Za-z0-9\-._~+/]+=*)$/i
 /** Longer than any token we issue by far; bounds work on hostile input. */
 const MAX_TOKEN_LENGTH = 8_192

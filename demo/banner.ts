@@ -3,6 +3,8 @@ import type { DemoAccounts } from './seed.js'
 /** Where each part of a one-process start answers. */
 export interface DemoUrls {
   gateway: string
+  /** The gateway's private metrics listener, or null when GATEWAY_METRICS_PORT is 0. */
+  gatewayMetrics: string | null
   identity: string
   identityAdmin: string
   upstreamMock: string
@@ -100,6 +102,7 @@ function header (input: BannerInput): string[] {
     '',
     ...table([
       ['gateway, the one base URL', `${urls.gateway}   (API docs: ${urls.gateway}/docs)`],
+      ...(urls.gatewayMetrics !== null ? [['gateway metrics, private', `${urls.gatewayMetrics}/metrics   (Prometheus text; not on the base URL)`] as [string, string]] : []),
       ['identity, public', `${urls.identity}   (docs: ${urls.identity}/docs)`],
       ['identity, admin + internal', `${urls.identityAdmin}   (Authorization: Bearer <adminToken in ${input.credentialsFile}>)`],
       ['upstream-mock', `${urls.upstreamMock}`],

@@ -1,7 +1,7 @@
 import closeWithGrace from 'close-with-grace'
 import { ConfigError } from '../common/config.js'
 import { createMemoryEventBus } from '../common/event-bus.js'
-import { buildGatewayServer } from '../gateway/app.js'
+import { buildGatewayServer, buildMetricsServer } from '../gateway/app.js'
 import { loadGatewayConfig } from '../gateway/config.js'
 import { buildIdentity } from '../identity/app.js'
 import { loadIdentityConfig } from '../identity/config.js'
@@ -51,7 +51,8 @@ function collectProblems<T extends Record<string, () => unknown>> (loaders: T): 
  */
 function loadConfigs (env: Record<string, string | undefined>) {
   const layered: Record<string, string | undefined> = {
-    IDENTITY_HOST: LOOPBACK, GATEWAY_HOST: LOOPBACK, UPSTREAM_MOCK_HOST: LOOPBACK, IDENTITY_TRUST_PROXY: TRUST_THE_IN_PROCESS_GATEWAY, ...env
+    IDENTITY_HOST: LOOPBACK, GATEWAY_HOST: LOOPBACK, GATEWAY_METRICS_HOST: LOOPBACK, UPSTREAM_MOCK_HOST: LOOPBACK,
+    IDENTITY_TRUST_PROXY: TRUST_THE_IN_PROCESS_GATEWAY, ...env
   }
   // The database's folder holds the credentials; identity's schema validates the path itself below.
   const credentialsFile = credentialsFileBeside(databasePathOf(layered))
@@ -121,12 +122,14 @@ async function main (): Promise<void> {
     }
   })
   const gateway = await buildGatewayServer(gatewayConfig, shared)
+  const metrics = gatewayConfig.metrics === null ? null : await buildMetricsServer(gatewayConfig, gateway.portierGateway)
 
   // The gateway drains first: what it has in flight still needs identity and the upstream.
   closeWithGrace({ delay: gatewayConfig.shutdownGraceMs, skip: ['SIGHUP'] }, async ({ signal, err }) => {
     if (err !== undefined) gateway.log.error({ err }, 'shutting down after an error')
     else gateway.log.info({ signal }, 'shutting down: draining in-flight requests')
     await gateway.close()
+    await metrics?.close()
     await identity.close()
     await upstreamMock.close()
     await events?.close()
@@ -136,12 +139,14 @@ async function main (): Promise<void> {
   await upstreamMock.listen({ host: mockConfig.host, port: mockConfig.port })
   await identity.publicApp.listen({ host: identityConfig.host, port: identityConfig.port })
   await identity.adminApp.listen({ host: identityConfig.adminHost, port: identityConfig.adminPort })
+  if (metrics !== null && gatewayConfig.metrics !== null) await metrics.listen({ host: gatewayConfig.metrics.host, port: gatewayConfig.metrics.port })
   await gateway.listen({ host: gatewayConfig.host, port: gatewayConfig.port })
 
   const maxDays = identityConfig.apiKeyMaxLifetimeDays
   const accounts = await seedDemoAccounts(identity.services, maxDays > 0 ? Math.min(maxDays, DEMO_KEY_LIFETIME_DAYS) : DEMO_KEY_LIFETIME_DAYS)
   const urls: DemoUrls = {
     gateway: urlOf(gatewayConfig.host, gatewayConfig.port),
+    gatewayMetrics: gatewayConfig.metrics === null ? null : urlOf(gatewayConfig.metrics.host, gatewayConfig.metrics.port),
     identity: urlOf(identityConfig.host, identityConfig.port),
     identityAdmin: urlOf(identityConfig.adminHost, identityConfig.adminPort),
     upstreamMock: urlOf(mockConfig.host, mockConfig.port)

@@ -1,7 +1,13 @@
 import { Type, type Static } from 'typebox'
+import { B64TOKEN_PATTERN } from '../common/bearer.js'
 import { ConfigError, validateConfig } from '../common/config.js'
 import { parseRedisTarget, redisEnvProperties } from '../common/redis-config.js'
-import type { GatewayOptionsInput } from './options.js'
+import { metricsOptionProblems, type GatewayOptionsInput } from './options.js'
+
+/** Loopback: metrics show auth outcomes, cache tiers and process internals; bind wider only on a private network. */
+export const DEFAULT_METRICS_HOST = '127.0.0.1'
+/** The port Prometheus exporters commonly take for an application's own metrics (OpenTelemetry's exporter too). */
+export const DEFAULT_METRICS_PORT = 9464
 
 /**
  * The standalone gateway's environment. IDENTITY_SERVICE_TOKEN, IDENTITY_ISSUER,
@@ -11,6 +17,10 @@ import type { GatewayOptionsInput } from './options.js'
 export const GatewayEnvSchema = Type.Object({
   GATEWAY_HOST: Type.String({ default: '0.0.0.0', description: 'Interface the gateway listens on.' }),
   GATEWAY_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000, description: 'Port of the gateway: the one base URL clients call.' }),
+  GATEWAY_METRICS_HOST: Type.String({ default: DEFAULT_METRICS_HOST, description: 'Interface of the private metrics listener (GET /metrics, Prometheus text); keep it private.' }),
+  GATEWAY_METRICS_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: DEFAULT_METRICS_PORT, description: 'Port of the private metrics listener; 0: no metrics listener.' }),
+  GATEWAY_METRICS_ON_MAIN_LISTENER: Type.Boolean({ default: false, description: 'Serve /metrics on the main listener too, to `Authorization: Bearer $GATEWAY_METRICS_TOKEN` only.' }),
+  GATEWAY_METRICS_TOKEN: Type.Optional(Type.String({ minLength: 32, pattern: B64TOKEN_PATTERN, description: 'The Bearer token of /metrics on the main listener; required with GATEWAY_METRICS_ON_MAIN_LISTENER; at least 32 characters of A-Z a-z 0-9 - . _ ~ + / (openssl rand -hex 32).' })),
   GATEWAY_UPSTREAMS_FILE: Type.String({ minLength: 1, default: 'gateway/upstreams.default.yaml', description: 'Upstreams config (YAML or JSON); see "Adding an upstream".' }),
   GATEWAY_WATCH_UPSTREAMS: Type.Boolean({ default: true, description: 'Reload the upstreams file when it changes (SIGHUP always reloads).' }),
   IDENTITY_PUBLIC_URL: Type.String({ format: 'uri', pattern: '^https?://', default: 'http://127.0.0.1:3001', description: "Identity's public listener: login, refresh, logout, JWKS." }),
@@ -20,7 +30,7 @@ export const GatewayEnvSchema = Type.Object({
   IDENTITY_AUDIENCE: Type.String({ minLength: 1, default: 'portier-gateway', description: 'Expected `aud` of access tokens.' }),
   IDENTITY_EVENTS_CHANNEL: Type.String({ minLength: 1, default: 'portier:events', description: 'Redis channel of identity\'s invalidation events.' }),
   ...redisEnvProperties('the L2 key cache, shared revocations and events', 'L1 only, events in process.'),
-  GATEWAY_IDENTITY_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 60_000, default: 2_000, description: 'Longest wait for identity on a key-cache miss.' }),
+  GATEWAY_IDENTITY_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 60_000, default: 2_000, description: 'Longest wait for identity on a key-cache miss (and for the JWKS and revocation feed), from the call to the answer\'s end, queueing for a connection included.' }),
   GATEWAY_KEY_CACHE_L1_MAX_ENTRIES: Type.Integer({ minimum: 1, default: 10_000, description: 'Verified API keys kept in process (LRU).' }),
   GATEWAY_KEY_CACHE_L1_TTL_SECONDS: Type.Number({ exclusiveMinimum: 0, maximum: 3_600, default: 30, description: 'Life of an L1 entry: bounds a missed eviction while Redis is down.' }),
   GATEWAY_KEY_CACHE_L2_TTL_SECONDS: Type.Number({ exclusiveMinimum: 0, maximum: 86_400, default: 300, description: 'Life of a Redis (L2) entry; never beyond the key\'s expiry.' }),
@@ -42,6 +52,8 @@ type GatewayEnv = Static<typeof GatewayEnvSchema>
 export interface GatewayServerConfig {
   host: string
   port: number
+  /** The private metrics listener, or null when GATEWAY_METRICS_PORT is 0. */
+  metrics: { host: string, port: number } | null
   trustProxy: boolean | string
   shutdownGraceMs: number
   logLevel: string
@@ -52,10 +64,16 @@ export interface GatewayServerConfig {
 export function loadGatewayConfig (env: Record<string, string | undefined> = process.env): Readonly<GatewayServerConfig> {
   const e = validateConfig<GatewayEnv>(GatewayEnvSchema, env, 'gateway environment')
   const redis = parseRedisTarget({ url: e.REDIS_URL, clusterNodes: e.REDIS_CLUSTER_NODES })
-  if (redis.problems.length > 0) throw new ConfigError('gateway environment', redis.problems)
+  const metrics = { metricsRoute: e.GATEWAY_METRICS_ON_MAIN_LISTENER, ...(e.GATEWAY_METRICS_TOKEN !== undefined ? { metricsToken: e.GATEWAY_METRICS_TOKEN } : {}) }
+  const problems = [
+    ...redis.problems,
+    ...metricsOptionProblems(metrics, { route: 'GATEWAY_METRICS_ON_MAIN_LISTENER', token: 'GATEWAY_METRICS_TOKEN' })
+  ]
+  if (problems.length > 0) throw new ConfigError('gateway environment', problems)
   return Object.freeze({
     host: e.GATEWAY_HOST,
     port: e.GATEWAY_PORT,
+    metrics: e.GATEWAY_METRICS_PORT === 0 ? null : { host: e.GATEWAY_METRICS_HOST, port: e.GATEWAY_METRICS_PORT },
     trustProxy: e.GATEWAY_TRUST_PROXY === 'true' ? true : e.GATEWAY_TRUST_PROXY === 'false' ? false : e.GATEWAY_TRUST_PROXY,
     shutdownGraceMs: e.GATEWAY_SHUTDOWN_GRACE_SECONDS * 1000,
     logLevel: e.LOG_LEVEL,
@@ -87,7 +105,8 @@ export function loadGatewayConfig (env: Record<string, string | undefined> = pro
       maxInflectedResponseBytes: e.GATEWAY_MAX_INFLECTED_RESPONSE_BYTES,
       ...(e.GATEWAY_ALLOWED_UNUSUAL_HEADERS !== undefined
         ? { allowedUnusualHeaders: e.GATEWAY_ALLOWED_UNUSUAL_HEADERS.split(',').map((name) => name.trim()).filter((name) => name !== '') }
-        : {})
+        : {}),
+      ...metrics
     }
   })
 }

@@ -30,6 +30,8 @@ export const GatewayProblems = {
     'The API key cannot be verified right now; retry later.', { 'retry-after': '5' }),
   upstreamUnavailable: defineProblem('upstream_unavailable', 502, 'Upstream unavailable', 'The upstream service %s did not answer.'),
   upstreamTimeout: defineProblem('upstream_timeout', 504, 'Upstream timeout', 'The upstream service %s did not answer within %s ms.'),
+  metricsUnauthorized: defineProblem('metrics_unauthorized', 401, 'Metrics credential required',
+    'Send the metrics token as Authorization: Bearer.'),
   upstreamBodyNotInflectable: defineProblem('upstream_body_not_inflectable', 502, 'Upstream body not inflectable',
     'The upstream answered JSON that cannot be inflected: %s.')
 } as const

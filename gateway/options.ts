@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox'
+import { B64TOKEN_PATTERN } from '../common/bearer.js'
 import { parseRedisTarget, type RedisTarget } from '../common/redis-config.js'
 
 /**
@@ -45,8 +46,17 @@ export const GatewayOptionsSchema = Type.Object({
    * dropped, since CGI-style servers read `x_portier_principal` as `x-portier-principal`.
    */
   allowedUnusualHeaders: Type.Optional(Type.Array(Type.String({ pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$" }), { default: [] })),
-  /** Serve /healthz, /readyz and /metrics from the plugin (turn off if the host has its own). */
+  /** Serve /healthz and /readyz from the plugin (turn off if the host has its own). */
   observabilityRoutes: Type.Optional(Type.Boolean({ default: true })),
+  /**
+   * Serve /metrics on this app, to `Authorization: Bearer <metricsToken>` only. Off by
+   * default: metrics show auth outcomes, cache tiers and process internals, so they
+   * belong on a private listener (the standalone server's GATEWAY_METRICS_PORT), or a
+   * host app serves `app.portierGateway.metrics.registry` where it chooses.
+   */
+  metricsRoute: Type.Optional(Type.Boolean({ default: false })),
+  /** The Bearer token /metrics asks for when metricsRoute is on (required then); at least 32 characters of RFC 6750's b64token. */
+  metricsToken: Type.Optional(Type.String({ minLength: 32, pattern: B64TOKEN_PATTERN })),
   /**
    * Serve the OpenAPI document at /openapi.json and Swagger UI at /docs. Off by default in
    * the plugin: it registers @fastify/swagger, which a host app may have already (a host
@@ -58,7 +68,7 @@ export const GatewayOptionsSchema = Type.Object({
 /** What a host app passes: every option with a default may be left out. */
 export type GatewayOptionsInput = Static<typeof GatewayOptionsSchema>
 
-type Optionals = 'upstreamsFile' | 'upstreams' | 'redisUrl' | 'redisClusterNodes'
+type Optionals = 'upstreamsFile' | 'upstreams' | 'redisUrl' | 'redisClusterNodes' | 'metricsToken'
 /** The options after validation: defaults filled in. */
 export type ResolvedGatewayOptions = Required<Omit<GatewayOptionsInput, Optionals | 'identity' | 'keyCache'>> &
 Pick<GatewayOptionsInput, Optionals> & {
@@ -69,4 +79,16 @@ Pick<GatewayOptionsInput, Optionals> & {
 /** Where the gateway's Redis is, from redisUrl / redisClusterNodes; problems name the option at fault. */
 export function redisTargetOf (options: Pick<GatewayOptionsInput, 'redisUrl' | 'redisClusterNodes'>): { target?: RedisTarget, problems: string[] } {
   return parseRedisTarget({ url: options.redisUrl, clusterNodes: options.redisClusterNodes }, { url: 'redisUrl', clusterNodes: 'redisClusterNodes' })
+}
+
+/** What is wrong with the metrics options together (named as `names` says): /metrics is never served on the app without a credential. */
+export function metricsOptionProblems (options: Pick<GatewayOptionsInput, 'metricsRoute' | 'metricsToken'>,
+  names: { route: string, token: string } = { route: 'metricsRoute', token: 'metricsToken' }): string[] {
+  if (options.metricsRoute === true && options.metricsToken === undefined) {
+    return [`${names.route}: needs ${names.token} (at least 32 characters): /metrics is never served on the main listener without a credential`]
+  }
+  if (options.metricsRoute !== true && options.metricsToken !== undefined) {
+    return [`${names.token}: is set but ${names.route} is off, so nothing asks for it: turn ${names.route} on, or leave the token out`]
+  }
+  return []
 }

@@ -6,7 +6,8 @@ import { installAcceptCheck } from '../common/accept.js'
 import { CommonProblems, sendProblem, toProblem } from '../common/problem.js'
 import { documentationRoutes } from './docs/routes.js'
 import { observabilityRoutes } from './observability/routes.js'
-import { GatewayOptionsSchema, redisTargetOf, type GatewayOptionsInput, type ResolvedGatewayOptions } from './options.js'
+import { metricsRoute } from './observability/metrics-route.js'
+import { GatewayOptionsSchema, metricsOptionProblems, redisTargetOf, type GatewayOptionsInput, type ResolvedGatewayOptions } from './options.js'
 import { addVary, registerProxy } from './proxy/index.js'
 import type { GateDecision } from './request-gate.js'
 import { createGatewayRuntime, type GatewayRuntime, type RuntimeDependencies } from './runtime.js'
@@ -45,8 +46,8 @@ function resolveOptions (options: GatewayOptionsInput): ResolvedGatewayOptions {
   if ((resolved.upstreamsFile === undefined) === (resolved.upstreams === undefined)) {
     throw new ConfigError(OPTIONS_SOURCE, ['pass exactly one of upstreamsFile and upstreams'])
   }
-  const redisProblems = redisTargetOf(resolved).problems
-  if (redisProblems.length > 0) throw new ConfigError(OPTIONS_SOURCE, redisProblems)
+  const problems = [...redisTargetOf(resolved).problems, ...metricsOptionProblems(resolved)]
+  if (problems.length > 0) throw new ConfigError(OPTIONS_SOURCE, problems)
   return resolved
 }
 
@@ -137,6 +138,7 @@ const gatewayPlugin: FastifyPluginAsync<GatewayPluginOptions> = async (app, plug
   app.addHook('onReady', async () => { await runtime.start() })
   app.addHook('onClose', async () => { await runtime.close() })
   if (options.observabilityRoutes) await app.register(observabilityRoutes, { runtime })
+  if (options.metricsRoute) await app.register(metricsRoute, { metrics: runtime.metrics, token: options.metricsToken as string })
   // Outside the traffic context too: documentation needs no credential.
   if (options.documentationRoutes) await app.register(documentationRoutes, { runtime })
   await app.register(trafficContext, { runtime, options })

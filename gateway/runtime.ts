@@ -130,6 +130,8 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
 
   return {
     metrics,
+    /** Whether /metrics is served on the app the plugin is registered on (behind its token): the OpenAPI document lists it then. */
+    metricsRoute: options.metricsRoute,
     gate,
     reload,
     get table (): RouteTable { return table },

@@ -1,4 +1,5 @@
-import { Pool } from 'undici'
+import { Pool, type Dispatcher } from 'undici'
+import { dispatchDeadline } from '../dispatch-deadline.js'
 import type { JSONWebKeySet } from 'jose'
 
 /** What identity says of a presented API key (POST /internal/keys/verify). */
@@ -24,20 +25,29 @@ export interface IdentityClientOptions {
   timeoutMs: number
 }
 
+/** Connections to identity's internal listener (key verification, the revocation feed). */
+const INTERNAL_CONNECTIONS = 32
+/** Connections to its public listener (the JWKS and health checks only). */
+const PUBLIC_CONNECTIONS = 2
+
 /**
  * The gateway's calls to identity: key verification and the revocation feed on the
  * internal listener (service credential), and the JWKS on the public one. Keep-alive
- * pools, bounded time: a slow identity must not hold requests longer than timeoutMs.
+ * pools, bounded time: every call, answer read whole, ends within timeoutMs of the
+ * moment it is made, time spent queued for one of the pool's connections included,
+ * so a slow identity never holds a request longer than that.
  */
 export function createIdentityClient (options: IdentityClientOptions) {
-  const internal = new Pool(options.internalUrl, { connections: 32, connect: { timeout: options.timeoutMs } })
-  const publicPool = new Pool(options.publicUrl, { connections: 2, connect: { timeout: options.timeoutMs } })
+  const pools = [
+    new Pool(options.internalUrl, { connections: INTERNAL_CONNECTIONS, connect: { timeout: options.timeoutMs } }),
+    new Pool(options.publicUrl, { connections: PUBLIC_CONNECTIONS, connect: { timeout: options.timeoutMs } })
+  ] as const
+  const [internal, publicPool] = pools.map((pool) => pool.compose(dispatchDeadline('whole'))) as [Dispatcher, Dispatcher]
   const authorization = `Bearer ${options.serviceToken}`
 
-  async function call<T> (pool: Pool, method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
-    let response
+  async function call<T> (pool: Dispatcher, method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
     try {
-      response = await pool.request({
+      const response = await pool.request({
         method,
         path,
         headers: {
@@ -46,17 +56,19 @@ export function createIdentityClient (options: IdentityClientOptions) {
           ...(body !== undefined ? { 'content-type': 'application/json' } : {})
         },
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-        headersTimeout: options.timeoutMs,
-        bodyTimeout: options.timeoutMs
+        // The deadline of the whole exchange, from now (dispatchDeadline 'whole').
+        headersTimeout: options.timeoutMs
       })
+      if (response.statusCode !== 200) {
+        await response.body.dump()
+        throw new IdentityUnreachableError(`identity ${path} answered ${response.statusCode}`)
+      }
+      // Inside the try: a body cut or late (the deadline covers it) is identity unreachable too, not a 500.
+      return await response.body.json() as T
     } catch (err) {
+      if (err instanceof IdentityUnreachableError) throw err
       throw new IdentityUnreachableError(`identity ${path}: ${(err as Error).message}`, { cause: err })
     }
-    if (response.statusCode !== 200) {
-      await response.body.dump()
-      throw new IdentityUnreachableError(`identity ${path} answered ${response.statusCode}`)
-    }
-    return await response.body.json() as T
   }
 
   return {
@@ -73,7 +85,7 @@ export function createIdentityClient (options: IdentityClientOptions) {
         return false
       }
     },
-    close: async (): Promise<void> => { await Promise.all([internal.close(), publicPool.close()]) }
+    close: async (): Promise<void> => { await Promise.all(pools.map(async (pool) => { await pool.close() })) }
   }
 }
 

@@ -13,7 +13,7 @@ import type { ResolvedRoute, RouteTable } from '../routing/index.js'
  * The gateway's OpenAPI document: the public contract behind its one base URL. Built
  * from the route table in force (so it follows reloads) and from two generated
  * documents: identity's public one and the gateway's own routes (health, readiness,
- * metrics). Nothing here is written by hand but the words around the generated parts.
+ * and metrics when the main listener serves them). Nothing here is written by hand but the words around the generated parts.
  */
 export interface GatewayDocumentSources {
   /** identityPublicDocument(): the operations identity serves through the gateway. */
@@ -75,7 +75,19 @@ const responseName = (status: number): string => (STATUS_CODES[status] ?? `Statu
 const responseRef = (status: number): JsonObject => ({ $ref: `#/components/responses/${responseName(status)}` })
 const codeList = (codes: readonly string[]): string => codes.map((code) => `\`${code}\``).join(', ')
 
-function components (sources: GatewayDocumentSources, byStatus: Map<number, string[]>): Record<string, Record<string, unknown>> {
+const METRICS_PATH = '/metrics'
+/**
+ * The metrics token's security scheme. Added here rather than in the route's schema: a
+ * host app's own @fastify/swagger would otherwise need the scheme declared to list the route.
+ */
+const METRICS_SECURITY_SCHEME = 'metricsToken'
+
+export interface GatewayDocumentOptions {
+  /** /metrics is served on the main listener (behind its token): list it. Default false. */
+  metricsRoute?: boolean
+}
+
+function components (sources: GatewayDocumentSources, byStatus: Map<number, string[]>, metricsRoute: boolean): Record<string, Record<string, unknown>> {
   const responses: Record<string, unknown> = {}
   for (const [status, codes] of byStatus) {
     responses[responseName(status)] = { description: `${STATUS_CODES[status] ?? 'Error'} (gateway): ${codeList(codes)}`, content: problemContent }
@@ -100,7 +112,10 @@ function components (sources: GatewayDocumentSources, byStatus: Map<number, stri
         scheme: 'bearer',
         bearerFormat: 'JWT',
         description: 'An access token from `POST /sessions` or `POST /tokens` (JWT, verified by the gateway with identity\'s keys).'
-      }
+      },
+      ...(metricsRoute
+        ? { [METRICS_SECURITY_SCHEME]: { type: 'http', scheme: 'bearer', description: 'The metrics token (GATEWAY_METRICS_TOKEN): for GET /metrics only.' } }
+        : {})
     }
   }
 }
@@ -238,7 +253,8 @@ function identityOperation (generated: JsonObject | undefined, path: string, can
  * config and every path an alias gives it, and the gateway's own routes. Implicit HEADs
  * are left out (see the description). Never throws for a table the loader accepted.
  */
-export function buildGatewayDocument (table: RouteTable, sources: GatewayDocumentSources): OpenApiDocument {
+export function buildGatewayDocument (table: RouteTable, sources: GatewayDocumentSources, options: GatewayDocumentOptions = {}): OpenApiDocument {
+  const metricsRoute = options.metricsRoute ?? false
   const byStatus = codesByStatus(GATEWAY_PROBLEMS)
   const namePath = createPathNamer()
   const paths: Record<string, Record<string, unknown>> = {}
@@ -269,14 +285,16 @@ export function buildGatewayDocument (table: RouteTable, sources: GatewayDocumen
     }
   }
   for (const [path, item] of Object.entries(sources.own.paths)) {
-    for (const [method, operation] of Object.entries(item)) add(path, method, { ...(operation as JsonObject), tags: [OWN_TAG] }, OWN_TAG)
+    if (path === METRICS_PATH && !metricsRoute) continue
+    const security = path === METRICS_PATH ? { security: [{ [METRICS_SECURITY_SCHEME]: [] }] } : {}
+    for (const [method, operation] of Object.entries(item)) add(path, method, { ...(operation as JsonObject), ...security, tags: [OWN_TAG] }, OWN_TAG)
   }
 
   const upstreamTags = table.upstreams.slice(1).map((u) => ({ name: u.name, description: `Routes of the upstream ${u.name}.` }))
   const tags = [
     { name: IDENTITY_TAG, description: 'Log in, refresh, log out and the keys that verify access tokens: served by identity.' },
     ...upstreamTags,
-    { name: OWN_TAG, description: 'The gateway\'s own health, readiness and metrics (no credential).' }
+    { name: OWN_TAG, description: metricsRoute ? 'The gateway\'s own health and readiness (no credential), and metrics (the metrics token).' : 'The gateway\'s own health and readiness (no credential).' }
   ].filter((tag, i, all) => all.findIndex((t) => t.name === tag.name) === i)
 
   return {
@@ -284,6 +302,6 @@ export function buildGatewayDocument (table: RouteTable, sources: GatewayDocumen
     info: { title: GATEWAY_TITLE, version: portierVersion(), description: GATEWAY_DESCRIPTION },
     tags,
     paths,
-    components: components(sources, byStatus)
+    components: components(sources, byStatus, metricsRoute)
   }
 }

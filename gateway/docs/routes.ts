@@ -2,14 +2,20 @@ import type { FastifyInstance } from 'fastify'
 import { ConfigError } from '../../common/config.js'
 import { generatedDocument, registerDocumentation, unusedWhileRegistering, type OpenApiDocument } from '../../common/openapi.js'
 import { identityPublicDocument } from '../../identity/openapi.js'
+import { metricsRoute } from '../observability/metrics-route.js'
 import { observabilityRoutes } from '../observability/routes.js'
 import type { RouteTable } from '../routing/index.js'
 import type { GatewayRuntime } from '../runtime.js'
 import { buildGatewayDocument, GATEWAY_DESCRIPTION, GATEWAY_TITLE, type GatewayDocumentSources } from './document.js'
 
-/** The gateway's own routes, documented from their schemas like every other service's. */
+/**
+ * The gateway's own routes, documented from their schemas like every other service's:
+ * /metrics as the main listener serves it when metricsRoute is on (behind its token),
+ * left out of the document otherwise.
+ */
 const gatewayOwnDocument = generatedDocument({ title: GATEWAY_TITLE, description: GATEWAY_DESCRIPTION }, async (app) => {
   await app.register(observabilityRoutes, { runtime: unusedWhileRegistering<GatewayRuntime>('runtime') })
+  await app.register(metricsRoute, { metrics: unusedWhileRegistering<GatewayRuntime['metrics']>('metrics'), token: 'documentation only; never compared'.padEnd(32, '.') })
 })
 
 async function loadSources (): Promise<GatewayDocumentSources> {
@@ -22,8 +28,8 @@ async function loadSources (): Promise<GatewayDocumentSources> {
  * plugin with documentationRoutes off (it has its own @fastify/swagger) and serves or
  * merges the document itself: `await gatewayOpenApiDocument(app.portierGateway)`.
  */
-export async function gatewayOpenApiDocument (runtime: Pick<GatewayRuntime, 'table'>): Promise<OpenApiDocument> {
-  return buildGatewayDocument(runtime.table, await loadSources())
+export async function gatewayOpenApiDocument (runtime: Pick<GatewayRuntime, 'table'> & Partial<Pick<GatewayRuntime, 'metricsRoute'>>): Promise<OpenApiDocument> {
+  return buildGatewayDocument(runtime.table, await loadSources(), { metricsRoute: runtime.metricsRoute ?? false })
 }
 
 /**
@@ -44,7 +50,7 @@ export async function documentationRoutes (app: FastifyInstance, { runtime }: { 
     const table = runtime.table
     let document = documents.get(table)
     if (document === undefined) {
-      document = buildGatewayDocument(table, sources as GatewayDocumentSources)
+      document = buildGatewayDocument(table, sources as GatewayDocumentSources, { metricsRoute: runtime.metricsRoute })
       documents.set(table, document)
     }
     return document

@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify'
-import type { AcceptRouteConfig } from '../../common/accept.js'
 import type { GatewayRuntime } from '../runtime.js'
 
 const ReadinessSchema = {
@@ -23,8 +22,9 @@ const tags = ['gateway']
 /**
  * /healthz: the process answers. /readyz: it can serve — its config is loaded and it
  * holds identity's signing keys; Redis or identity being down makes it "degraded"
- * (still 200: the degraded modes serve what can be verified), not unready.
- * /metrics: Prometheus text.
+ * (still 200: the degraded modes serve what can be verified), not unready. Probes
+ * need both on the listener that carries traffic; /metrics is elsewhere
+ * (metrics-route.ts): it shows more than a probe needs.
  */
 export async function observabilityRoutes (app: FastifyInstance, { runtime }: { runtime: GatewayRuntime }): Promise<void> {
   app.get('/healthz', {
@@ -45,17 +45,5 @@ export async function observabilityRoutes (app: FastifyInstance, { runtime }: { 
     const readiness = await runtime.readiness()
     reply.header('cache-control', 'no-store')
     return await reply.code(readiness.ready ? 200 : 503).send({ status: readiness.status, checks: readiness.checks })
-  })
-
-  app.get('/metrics', {
-    schema: {
-      summary: 'Prometheus metrics',
-      tags,
-      response: { 200: { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } } }
-    },
-    config: { acceptsAnyMediaType: true } satisfies AcceptRouteConfig
-  }, async (_request, reply) => {
-    reply.type(runtime.metrics.registry.contentType)
-    return await runtime.metrics.registry.metrics()
   })
 }

@@ -1,8 +1,9 @@
 import httpProxy from '@fastify/http-proxy'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Readable } from 'node:stream'
-import { Agent, Pool } from 'undici'
+import { Agent, Pool, type Dispatcher } from 'undici'
 import { sendProblem, type PortierProblem } from '../../common/problem.js'
+import { dispatchDeadline } from '../dispatch-deadline.js'
 import { GatewayProblems } from '../errors.js'
 import type { GatewayMetrics } from '../observability/metrics.js'
 import type { GateDecision } from '../request-gate.js'
@@ -31,14 +32,20 @@ export function addVary (reply: FastifyReply, header: string): void {
   else if (!String(current).toLowerCase().split(/\s*,\s*/).includes(header)) reply.header('vary', `${String(current)}, ${header}`)
 }
 
-/** Per-origin connection pools (undici) whose connect timeout comes from that upstream's config. */
-function createUpstreamAgent (connectTimeoutMs: (origin: string) => number): Agent {
-  return new Agent({
+/**
+ * Per-origin connection pools (undici) whose connect timeout comes from that upstream's
+ * config. Each request's responseMs (reply-from passes it as headersTimeout) counts from
+ * the moment the gateway starts the call: a request queued behind the origin's busy
+ * connections gets its 504 on time, not when the queue drains.
+ */
+function createUpstreamAgent (connectTimeoutMs: (origin: string) => number): { agent: Agent, dispatcher: Dispatcher } {
+  const agent = new Agent({
     keepAliveTimeout: 10_000,
     connections: 128,
     connect: {},
     factory: (origin, options) => new Pool(origin, { ...options, connect: { timeout: connectTimeoutMs(String(origin)) } })
   } as ConstructorParameters<typeof Agent>[0])
+  return { agent, dispatcher: agent.compose(dispatchDeadline('headers')) }
 }
 
 /**
@@ -51,7 +58,7 @@ function createUpstreamAgent (connectTimeoutMs: (origin: string) => number): Age
 export async function registerProxy (app: FastifyInstance, options: ProxyOptions): Promise<void> {
   const { decisionOf, metrics } = options
   const forwardHeaders = createForwardHeaders({ allowedUnusualHeaders: options.allowedUnusualHeaders })
-  const agent = createUpstreamAgent(options.connectTimeoutMs)
+  const { agent, dispatcher } = createUpstreamAgent(options.connectTimeoutMs)
   app.addHook('onClose', async () => { await agent.close() })
 
   function respond (request: FastifyRequest, reply: FastifyReply, res: { statusCode: number, stream: Readable }, startedAt: number): void {
@@ -104,7 +111,7 @@ export async function registerProxy (app: FastifyInstance, options: ProxyOptions
     prefix: '/',
     // A preValidation hook stops http-proxy from installing its catch-all body parsers: ours read JSON only.
     preValidation: async () => {},
-    undici: agent as unknown as Record<string, unknown>,
+    undici: dispatcher as unknown as Record<string, unknown>,
     disableRequestLogging: true,
     // A host app's own @fastify/swagger would list these catch-alls as operations; the
     // gateway documents its routes itself (gateway/docs/).

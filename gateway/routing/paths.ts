@@ -43,8 +43,34 @@ export function joinPrefix (prefix: string, path: string): string {
 
 /** The reserved prefix `path` falls under (whole first segment, any letter case), if any. */
 export function reservedPrefixOf (path: string): string | undefined {
-  const first = `/${pathSegments(path)[0] ?? ''}`.toLowerCase()
+  // On every request (three times): the first segment without splitting the whole path.
+  const end = path.indexOf('/', 1)
+  const first = (end === -1 ? path : path.slice(0, end)).toLowerCase()
   return RESERVED_PREFIXES.find((prefix) => prefix === first)
+}
+
+/** An upstream target's base path: its URL path without the trailing slash, `''` for none. */
+export function basePathOf (target: string): string {
+  return new URL(target).pathname.replace(/\/$/, '')
+}
+
+/** The path an upstream receives: its base path, then `rest` (the gateway path without the prefix, `/` for none). */
+export function withBasePath (basePath: string, rest: string): string {
+  if (basePath === '') return rest
+  return rest === '/' ? basePath : basePath + rest
+}
+
+/**
+ * Could an upstream path sent by this pattern fall under a reserved prefix? The reserved
+ * prefix for a static first segment that is one (any letter case); the segment itself
+ * for a `:param` or `*` first segment, which a request can fill with `admin`; undefined
+ * otherwise.
+ */
+export function reservedReachOf (upstreamPattern: string): string | undefined {
+  const first = pathSegments(upstreamPattern)[0]
+  if (first === undefined) return undefined
+  if (first === '*' || first.startsWith(':')) return first
+  return reservedPrefixOf(upstreamPattern)
 }
 
 export function isGatewayOwnPath (path: string): boolean {

@@ -1,6 +1,6 @@
 import FindMyWay from 'find-my-way'
 import { MAX_PATH_LENGTH } from './normalise-path.js'
-import { IDENTITY_ROUTES, IDENTITY_UPSTREAM_NAME, joinPrefix, patternKey, reservedPrefixOf } from './paths.js'
+import { basePathOf, IDENTITY_ROUTES, IDENTITY_UPSTREAM_NAME, joinPrefix, patternKey, reservedPrefixOf, withBasePath } from './paths.js'
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_RESPONSE_TIMEOUT_MS, HTTP_METHODS } from './schema.js'
 import type {
   ResolvedRoute, ResolvedUpstream, RouteMatch, RouteTable, RouteTableOptions, UpstreamConfig, UpstreamsConfig
@@ -13,11 +13,10 @@ const KNOWN_METHODS: ReadonlySet<string> = new Set(HTTP_METHODS)
 const noop = (): void => {}
 
 function resolveUpstream (upstream: UpstreamConfig): ResolvedUpstream {
-  const url = new URL(upstream.target)
   return Object.freeze({
     name: upstream.name,
-    origin: url.origin,
-    basePath: url.pathname.replace(/\/$/, ''),
+    origin: new URL(upstream.target).origin,
+    basePath: basePathOf(upstream.target),
     keyCase: upstream.keyCase,
     timeouts: Object.freeze({ ...upstream.timeouts })
   })
@@ -36,9 +35,7 @@ function identityUpstream (identityOrigin: string): ResolvedUpstream {
 /** The path the upstream gets: its base path, then the gateway path without the prefix. */
 function upstreamPathOf (entry: Entry, canonicalPath: string): string {
   const rest = (entry.prefix === '/' ? canonicalPath : canonicalPath.slice(entry.prefix.length)) || '/'
-  const base = entry.route.upstream.basePath
-  if (base === '') return rest
-  return rest === '/' ? base : base + rest
+  return withBasePath(entry.route.upstream.basePath, rest)
 }
 
 /** Longest whole-segment alias source first: `/utilisateurs/42` → `/users/42`. */
@@ -57,8 +54,10 @@ function resolveAlias (aliases: ReadonlyMap<string, string>, path: string): stri
 /**
  * Builds the table that maps a method and a normalised path to a route. Identity's
  * public routes are always there (no credential check by the gateway); /admin and
- * /internal never match, whatever `config` says. GET routes answer HEAD too unless
- * HEAD is declared for the same path. Throws if two routes share a method and
+ * /internal never match, whatever `config` says, and neither does a path that an
+ * upstream would receive under /admin or /internal (after its prefix is taken off and
+ * its base path put on). GET routes answer HEAD too unless HEAD is declared for the
+ * same path. Throws if two routes share a method and
  * pattern (the loader reports that first, with its place in the file).
  */
 export function buildRouteTable (config: UpstreamsConfig, options: RouteTableOptions): RouteTable {
@@ -97,6 +96,17 @@ export function buildRouteTable (config: UpstreamsConfig, options: RouteTableOpt
     for (const value of Object.values(found.params)) if (value === '') return undefined
     return found.store as Entry
   }
+  /**
+   * The route and the path its upstream would receive, unless that path is under /admin
+   * or /internal. The loader refuses every config that could send one there; this is
+   * the second line, whatever a config or a future rule lets through.
+   */
+  const routable = (method: string, canonical: string): { entry: Entry, upstreamPath: string } | undefined => {
+    const entry = find(method, canonical)
+    if (entry === undefined) return undefined
+    const upstreamPath = upstreamPathOf(entry, canonical)
+    return reservedPrefixOf(upstreamPath) === undefined ? { entry, upstreamPath } : undefined
+  }
 
   return Object.freeze({
     routeCount,
@@ -107,9 +117,9 @@ export function buildRouteTable (config: UpstreamsConfig, options: RouteTableOpt
       if (reservedPrefixOf(normalisedPath) !== undefined) return NOT_FOUND
       const canonical = resolveAlias(aliases, normalisedPath)
       if (reservedPrefixOf(canonical) !== undefined) return NOT_FOUND
-      const entry = find(method, canonical)
-      if (entry !== undefined) return { kind: 'route', route: entry.route, upstreamPath: upstreamPathOf(entry, canonical) }
-      const allow = HTTP_METHODS.filter((m) => find(m, canonical) !== undefined)
+      const found = routable(method, canonical)
+      if (found !== undefined) return { kind: 'route', route: found.entry.route, upstreamPath: found.upstreamPath }
+      const allow = HTTP_METHODS.filter((m) => routable(m, canonical) !== undefined)
       return allow.length > 0 ? { kind: 'method_not_allowed', allow } : NOT_FOUND
     }
   })

@@ -13,8 +13,9 @@
  *                                      #   upstream's native JSON key case
  *       timeouts:                      # optional
  *         connectMs: 2000              # default 2000, 1..60000
- *         responseMs: 10000            # default 10000, 1..600000: to response headers and
- *                                      #   between body chunks
+ *         responseMs: 10000            # default 10000, 1..600000: from the start of the call
+ *                                      #   (queue and connect included) to the response headers,
+ *                                      #   then between body chunks
  *       aliases:                       # default {}: gateway path → canonical gateway path,
  *         /utilisateurs: /users        #   absolute, by whole segments (/utilisateurs/42 → /users/42)
  *       routes:                        # required, at least 1
@@ -33,8 +34,9 @@
  *
  * Checked after this schema (gateway/routing/semantic-checks.ts): unique names, no
  * method + path declared twice, aliases that neither collide nor dangle, nothing under
- * /admin or /internal, nothing on /healthz /readyz /metrics /openapi.json, under /docs or on
- * the identity routes.
+ * /admin or /internal, on the gateway or sent upstream (base path + path without the
+ * prefix, a `:param` or `*` first counting as possibly reserved), nothing on /healthz
+ * /readyz /metrics /openapi.json, under /docs or on the identity routes.
  */
 import { Type, type Static } from 'typebox'
 import { PERMISSION_PATTERN } from '../../identity/services/permissions.js'

@@ -1,6 +1,6 @@
 import {
-  gatewayOwnPrefixOf, IDENTITY_ROUTES, IDENTITY_UPSTREAM_NAME, isAtOrUnder, isGatewayOwnPath, joinPrefix, pathSegments, patternCanStartWith,
-  patternKey, reservedPrefixOf
+  basePathOf, gatewayOwnPrefixOf, IDENTITY_ROUTES, IDENTITY_UPSTREAM_NAME, isAtOrUnder, isGatewayOwnPath, joinPrefix, pathSegments,
+  patternCanStartWith, patternKey, reservedPrefixOf, reservedReachOf, withBasePath
 } from './paths.js'
 import type { UpstreamsFileContent } from './schema.js'
 
@@ -27,9 +27,40 @@ function placementProblem (path: string): string | undefined {
 function checkTarget (upstream: Upstream, place: string): string[] {
   try {
     const url = new URL(upstream.target)
-    return url.hostname === '' ? [`${place}.target: has no host`] : []
+    if (url.hostname === '') return [`${place}.target: has no host`]
+    const reserved = reservedPrefixOf(basePathOf(upstream.target))
+    return reserved !== undefined ? [`${place}.target: its base path ${basePathOf(upstream.target)} is under ${reserved}, ${NEVER_SENT}`] : []
   } catch {
     return [`${place}.target: is not a valid URL`]
+  }
+}
+
+const NEVER_SENT = 'which the gateway never sends upstream'
+
+/**
+ * Where the upstream path of a route (its target's base path, then the route path
+ * without the prefix) could fall under /admin or /internal, if it could. Identity may
+ * sit behind any host name, so the rule holds for every upstream, not only for targets
+ * that look like identity. A `:param` or `*` first upstream segment could be `admin`;
+ * it is allowed only where the upstream path is the gateway path itself (prefix `/`, no
+ * base path), because the gateway refuses reserved request paths before routing.
+ */
+function upstreamPathProblem (upstreamPattern: string, sameAsGatewayPath: boolean): string | undefined {
+  const reach = reservedReachOf(upstreamPattern)
+  if (reach === undefined) return undefined
+  if (reach.startsWith('/')) return `is sent upstream as ${upstreamPattern}, under ${reach}, ${NEVER_SENT}`
+  if (sameAsGatewayPath) return undefined
+  return `is sent upstream as ${upstreamPattern}, whose first segment ${reach} could be admin or internal (${NEVER_SENT}): ` +
+    'start the route with a static segment, or give the target a base path'
+}
+
+/** The base path, or undefined when the target is reported as invalid (or its base path as reserved) already. */
+function usableBasePath (upstream: Upstream): string | undefined {
+  try {
+    const base = basePathOf(upstream.target)
+    return reservedPrefixOf(base) === undefined ? base : undefined
+  } catch {
+    return undefined
   }
 }
 
@@ -37,6 +68,7 @@ function checkRoutes (upstream: Upstream, place: string, declared: Map<string, D
   const routes: DeclaredRoute[] = []
   const prefixProblem = placementProblem(upstream.prefix)
   if (prefixProblem !== undefined) out.problems.push(`${place}.prefix: ${prefixProblem}`)
+  const base = usableBasePath(upstream)
   upstream.routes.forEach((route, j) => {
     const where = `${place}.routes[${j}]`
     const pattern = joinPrefix(upstream.prefix, route.path)
@@ -47,6 +79,11 @@ function checkRoutes (upstream: Upstream, place: string, declared: Map<string, D
     // A reserved prefix is reported once, on the prefix, not on each of its routes.
     const placement = prefixProblem === undefined ? placementProblem(pattern) : undefined
     if (placement !== undefined) out.problems.push(`${where}.path: ${placement}`)
+    // Once per route: a gateway path already refused is not reported again for where it leads.
+    const upstreamProblem = base === undefined || prefixProblem !== undefined || placement !== undefined
+      ? undefined
+      : upstreamPathProblem(withBasePath(base, route.path), upstream.prefix === '/' && base === '')
+    if (upstreamProblem !== undefined) out.problems.push(`${where}.path: ${label} ${upstreamProblem}`)
     const identity = IDENTITY_ROUTES.find((r) => r.path === pattern)
     if (identity !== undefined) {
       out.problems.push(`${where}: ${label} collides with the built-in identity route ${identity.method} ${identity.path}`)
@@ -62,6 +99,13 @@ function checkRoutes (upstream: Upstream, place: string, declared: Map<string, D
     }
   })
   return routes
+}
+
+/** The upstream path of an alias target at or under its upstream's prefix, else undefined (the routes' own check covers the rest). */
+function upstreamPathOfAlias (upstream: Upstream, target: string): string | undefined {
+  const base = usableBasePath(upstream)
+  if (base === undefined || !isAtOrUnder(target, upstream.prefix)) return undefined
+  return withBasePath(base, (upstream.prefix === '/' ? target : target.slice(upstream.prefix.length)) || '/')
 }
 
 function checkAliases (upstream: Upstream, place: string, own: DeclaredRoute[], all: DeclaredRoute[],
@@ -84,6 +128,9 @@ function checkAliases (upstream: Upstream, place: string, own: DeclaredRoute[], 
     if (targetPlacement === undefined && !own.some((r) => patternCanStartWith(r.pattern, target))) {
       problems.push(`its target ${target} is not the start of any route of this upstream`)
     }
+    const upstreamTarget = upstreamPathOfAlias(upstream, target)
+    const reserved = upstreamTarget === undefined ? undefined : reservedPrefixOf(upstreamTarget)
+    if (targetPlacement === undefined && reserved !== undefined) problems.push(`its target ${target} is sent upstream as ${upstreamTarget ?? ''}, under ${reserved}, ${NEVER_SENT}`)
     for (const problem of problems) out.problems.push(`${where}: ${problem}`)
     aliases.set(source, where)
   }
@@ -91,8 +138,10 @@ function checkAliases (upstream: Upstream, place: string, own: DeclaredRoute[], 
 
 /**
  * The rules a schema cannot express: unique names, one declaration per method and
- * path across all upstreams, nothing on reserved or identity paths, aliases that
- * neither hide a route nor another alias and lead somewhere. Places are given as in
+ * path across all upstreams, nothing on reserved or identity paths, no route or alias
+ * whose upstream path (base path + path without the prefix) is or could be under
+ * /admin or /internal, aliases that neither hide a route nor another alias and lead
+ * somewhere. Places are given as in
  * the file (`upstreams[1].routes[0]`), prefixed by the caller.
  */
 export function checkSemantics (content: UpstreamsFileContent): SemanticFindings {

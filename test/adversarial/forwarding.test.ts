@@ -3,7 +3,7 @@ import { connect } from 'node:net'
 import { assertJson, assertProblem } from '../helpers/assert.js'
 import { http } from '../helpers/http.js'
 import { watchForLeaks } from '../helpers/leak-watch.js'
-import { startProcessStack, type ServerProcess } from '../helpers/process-stack.js'
+import { startProcessStack, type GatewayProcess, type ServerProcess } from '../helpers/process-stack.js'
 import { requestBytes, socketRequest, type SocketAnswer } from '../helpers/raw-socket.js'
 
 /**
@@ -103,14 +103,14 @@ function errorLines (server: ServerProcess): string[] {
 const upstreamFailureLines = (gateway: ServerProcess): number => gateway.output().split('\n').filter((line) => /"msg":"upstream (unreachable|timed out)"/.test(line)).length
 
 /** Answers a gateway has had from any upstream (the proxy's duration histogram counts them). */
-async function upstreamAnswers (gateway: ServerProcess): Promise<number> {
-  const text = (await http(`${gateway.url}/metrics`)).text
+async function upstreamAnswers (gateway: GatewayProcess): Promise<number> {
+  const text = (await http(`${gateway.metricsUrl}/metrics`)).text
   return text.split('\n').filter((line) => line.startsWith('portier_gateway_upstream_duration_seconds_count{'))
     .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0)
 }
 
 /** A refusal by the gateway itself: the problem, and no upstream saw the request. */
-async function assertRefused (t: Test, gateway: ServerProcess, request: RawRequest, status: number, code: string, label: string): Promise<void> {
+async function assertRefused (t: Test, gateway: GatewayProcess, request: RawRequest, status: number, code: string, label: string): Promise<void> {
   const before = await upstreamAnswers(gateway)
   assertProblem(t, await send(gateway.url, request), status, code, label)
   t.equal(await upstreamAnswers(gateway), before, `${label}: no upstream saw it`)

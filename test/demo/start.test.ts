@@ -17,12 +17,13 @@ interface Demo {
   process: ServiceProcess
   env: Record<string, string>
   gateway: string
+  metrics: string
   databasePath: string
 }
 
-/** Free ports for the four listeners, a data folder, and an upstreams file aimed at this run's mock. */
+/** Free ports for the five listeners, a data folder, and an upstreams file aimed at this run's mock. */
 async function demoEnvironment (t: Test, extra: Record<string, string> = {}): Promise<Omit<Demo, 'process'>> {
-  const [gatewayPort, identityPort, adminPort, mockPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()])
+  const [gatewayPort, metricsPort, identityPort, adminPort, mockPort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()])
   const dir = tempDir(t, 'portier-demo-')
   const upstreams = join(dir, 'upstreams.yaml')
   writeFileSync(upstreams, readFileSync(DEFAULT_UPSTREAMS_FILE, 'utf8').replaceAll('http://127.0.0.1:4000', `http://127.0.0.1:${mockPort}`))
@@ -30,6 +31,7 @@ async function demoEnvironment (t: Test, extra: Record<string, string> = {}): Pr
   return {
     env: {
       GATEWAY_PORT: String(gatewayPort),
+      GATEWAY_METRICS_PORT: String(metricsPort),
       IDENTITY_PORT: String(identityPort),
       IDENTITY_ADMIN_PORT: String(adminPort),
       UPSTREAM_MOCK_PORT: String(mockPort),
@@ -39,6 +41,7 @@ async function demoEnvironment (t: Test, extra: Record<string, string> = {}): Pr
       ...extra
     },
     gateway: `http://127.0.0.1:${gatewayPort}`,
+    metrics: `http://127.0.0.1:${metricsPort}`,
     databasePath
   }
 }
@@ -133,6 +136,11 @@ t.test('npm start on a fresh folder: demo accounts printed once, every printed c
   const documentation = await http(`${setup.gateway}/openapi.json`)
   t.equal(documentation.status, 200, 'the API documentation the banner points to is served')
   t.ok(documentation.body.paths['/users'], 'and documents /users')
+  t.match(banner, `gateway metrics, private    ${setup.metrics}/metrics`, 'the banner names the private metrics listener')
+  const metrics = await http(`${setup.metrics}/metrics`)
+  t.equal(metrics.status, 200, 'which serves the Prometheus text, on loopback')
+  t.match(metrics.text, /^portier_gateway_requests_total\{/m, 'with the gateway\'s series')
+  t.equal((await http(`${setup.gateway}/metrics`)).status, 404, 'and /metrics is not on the base URL')
 
   const secrets = secretsIn(banner)
   t.equal(secrets.length, 3, 'two passwords and one key printed')

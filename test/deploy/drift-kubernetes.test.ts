@@ -110,6 +110,25 @@ t.test('identity: one StatefulSet pod, its database on the claim, its admin port
     /StatefulSet\/identity: no NetworkPolicy limits who reaches its admin listener \(3002\)/, 'no policy')
 })
 
+t.test('the gateways\' metrics: their own port, scraped by the monitoring namespace only', async (t) => {
+  const policy = (i: KubernetesInput): Record<string, any> => manifest(i, 'NetworkPolicy', 'gateway')
+  const annotations = (i: KubernetesInput): Record<string, any> => manifest(i, 'Deployment', 'gateway').spec.template.metadata.annotations
+  reports(t, baseWith((i) => { policy(i).spec.ingress[1].from = [] }),
+    /NetworkPolicy\/gateway\.spec\.ingress\[1\]: admits everyone to Deployment\/gateway's metrics listener \(9464\)/, 'metrics open to all')
+  reports(t, baseWith((i) => { delete policy(i).spec.ingress[1].from[0].podSelector }),
+    /admits \{"namespaceSelector":.*\} to Deployment\/gateway's metrics listener \(9464\); only its scraper/, 'a whole namespace admitted')
+  reports(t, baseWith((i) => { policy(i).spec.ingress[1].from = [{ ipBlock: { cidr: '0.0.0.0/0' } }] }), /admits \{"ipBlock".*metrics listener/, 'an address range admitted')
+  reports(t, baseWith((i) => { policy(i).spec.ingress[0].ports = [{ port: 'http' }, { port: 'metrics' }] }),
+    /NetworkPolicy\/gateway\.spec\.ingress\[0\]: admits everyone to Deployment\/gateway's metrics listener \(9464\)/, 'the metrics port beside the public one')
+  reports(t, baseWith((i) => { for (const docs of i.manifests.values()) docs.splice(0, docs.length, ...docs.filter((d) => !(d.kind === 'NetworkPolicy' && d.metadata.name === 'gateway'))) }),
+    /Deployment\/gateway: no NetworkPolicy limits who reaches its metrics listener \(9464\)/, 'no policy')
+  reports(t, baseWith((i) => { envVar(gateway(i), 'GATEWAY_METRICS_HOST').value = '127.0.0.1' }), /gateway's metrics listener binds 127\.0\.0\.1: unreachable from other containers/, 'metrics on the pod\'s loopback')
+  reports(t, baseWith((i) => { gateway(i).ports.pop() }), /Deployment\/gateway.*\.ports: gateway's metrics listener \(9464\) has no containerPort/, 'no containerPort for it')
+  reports(t, baseWith((i) => { annotations(i)['prometheus.io/port'] = '3000' }), /annotations: prometheus\.io\/port is "3000"; the metrics listener is on 9464/, 'the scrape aimed at the traffic port')
+  reports(t, baseWith((i) => { delete annotations(i)['prometheus.io/scrape'] }), /annotations: prometheus\.io\/scrape is not "true"/, 'not scraped')
+  reports(t, baseWith((i) => { annotations(i)['prometheus.io/path'] = '/stats' }), /annotations\[prometheus\.io\/path\]: gateway does not serve GET \/stats on its metrics listener/, 'a path it does not serve')
+})
+
 t.test('pod security and resources', async (t) => {
   reports(t, baseWith((i) => { gateway(i).securityContext.readOnlyRootFilesystem = false }), /Deployment\/gateway.*\.securityContext: readOnlyRootFilesystem: true is not set/, 'a writable root')
   reports(t, baseWith((i) => { delete gateway(i).securityContext.allowPrivilegeEscalation }), /allowPrivilegeEscalation: false is not set/, 'privilege escalation')

@@ -8,7 +8,7 @@ import { pollUntil, sleep } from '../helpers/gateway-auth.js'
 import { watchForLeaks } from '../helpers/leak-watch.js'
 import { assertLoad, latency, startLoad, type LoadTarget } from '../helpers/load-loop.js'
 import { builtEntry, REPO_ROOT } from '../helpers/process.js'
-import { startProcessStack, type ProcessStack, type ServerProcess } from '../helpers/process-stack.js'
+import { startProcessStack, type GatewayProcess, type ProcessStack, type ServerProcess } from '../helpers/process-stack.js'
 import { startRedisCluster, type TestRedisCluster } from '../helpers/redis-cluster.js'
 
 /**
@@ -47,12 +47,12 @@ async function identityVerifications (s: ProcessStack): Promise<number> {
   return counter((await s.identity.admin('GET', '/metrics')).text, 'portier_identity_key_verifications_total')
 }
 
-async function l2Hits (s: ProcessStack, g: ServerProcess): Promise<number> {
-  return counter((await s.call('/metrics', {}, g)).text, 'portier_gateway_key_cache_total', { tier: 'l2', result: 'hit' })
+async function l2Hits (g: GatewayProcess): Promise<number> {
+  return counter(await (await fetch(`${g.metricsUrl}/metrics`)).text(), 'portier_gateway_key_cache_total', { tier: 'l2', result: 'hit' })
 }
 
-async function revokedEventsHeard (s: ProcessStack, g: ServerProcess): Promise<number> {
-  return counter((await s.call('/metrics', {}, g)).text, 'portier_gateway_invalidation_events_total', { type: 'key.revoked' })
+async function revokedEventsHeard (g: GatewayProcess): Promise<number> {
+  return counter(await (await fetch(`${g.metricsUrl}/metrics`)).text(), 'portier_gateway_invalidation_events_total', { type: 'key.revoked' })
 }
 
 async function readiness (s: ProcessStack, g: ServerProcess): Promise<{ status: string, redis: string }> {
@@ -102,7 +102,7 @@ t.test('identity and two gateways on a Redis Cluster of three masters', async (t
     gateways: 2,
     gatewayEnv: { GATEWAY_KEY_CACHE_L1_TTL_SECONDS: String(L1_TTL_MS / 1000) }
   })
-  const [g1, g2] = s.gateways as [ServerProcess, ServerProcess]
+  const [g1, g2] = s.gateways as [GatewayProcess, GatewayProcess]
   const gatewayLogs = (): string => s.gateways.map((g) => g.output()).join('\n')
 
   await t.test('the cluster is whole and both gateways use it', async (t) => {
@@ -113,10 +113,10 @@ t.test('identity and two gateways on a Redis Cluster of three masters', async (t
   await t.test('L2: a key verified by one gateway is served by the other from Redis; entries spread over the masters', async (t) => {
     const keys = await Promise.all(Array.from({ length: 9 }, async () => await s.createKey(['users:list'])))
     for (const key of keys) assertJson(t, await s.call('/users?per_page=1', withKey(key.key), g1), 200, `${g1.name} verifies a key through identity`)
-    const before = { verifications: await identityVerifications(s), hits: await l2Hits(s, g2) }
+    const before = { verifications: await identityVerifications(s), hits: await l2Hits(g2) }
     for (const key of keys) assertJson(t, await s.call('/users?per_page=1', withKey(key.key), g2), 200, `${g2.name} accepts the same key`)
     t.equal(await identityVerifications(s), before.verifications, `identity was not asked again for ${g2.name}`)
-    t.equal(await l2Hits(s, g2) - before.hits, keys.length, `${g2.name} found all ${keys.length} keys in L2`)
+    t.equal(await l2Hits(g2) - before.hits, keys.length, `${g2.name} found all ${keys.length} keys in L2`)
     const perNode = await cluster.countOnEachNode(ENTRY_PATTERN)
     t.ok(perNode.filter((n) => (n ?? 0) > 0).length >= 2, `the entries are spread over the masters (${JSON.stringify(perNode)})`)
     t.ok(perNode.reduce((sum: number, n) => sum + (n ?? 0), 0) >= keys.length, 'one entry per key at least')
@@ -240,7 +240,7 @@ t.test('identity and two gateways on a Redis Cluster of three masters', async (t
     }
 
     // Pub/sub needs no slot, so events still flow; the documented Redis-down bound is the L1 TTL.
-    const heardBefore = await Promise.all([g1, g2].map(async (g) => await revokedEventsHeard(s, g)))
+    const heardBefore = await Promise.all([g1, g2].map(async (g) => await revokedEventsHeard(g)))
     const keyDelays = await timeToRefusal(s, withKey(toRevoke.key), 401,
       async () => await s.identity.admin('POST', `/admin/keys/${toRevoke.id}/revoke`), L1_TTL_MS + 3_000)
     const sessionDelays = await timeToRefusal(s, { bearer: sessionToRevoke.access_token }, 401,
@@ -250,7 +250,7 @@ t.test('identity and two gateways on a Redis Cluster of three masters', async (t
         `a ${what} revoked during the outage is refused by both gateways: ${JSON.stringify(delays)} ms (bound: L1 TTL ${L1_TTL_MS} + ${MARGIN_MS} ms)`)
     }
     for (const [i, g] of [g1, g2].entries()) {
-      t.not(await pollUntil(async () => await revokedEventsHeard(s, g) === (heardBefore[i] as number) + 1), null, `${g.name} heard the key.revoked event during the outage`)
+      t.not(await pollUntil(async () => await revokedEventsHeard(g) === (heardBefore[i] as number) + 1), null, `${g.name} heard the key.revoked event during the outage`)
     }
 
     // Down for more than an L1 TTL: every key of the load went back to identity meanwhile.
@@ -296,9 +296,9 @@ t.test('identity and two gateways on a Redis Cluster of three masters', async (t
 
     const fresh = await s.createKey(['users:list'])
     assertJson(t, await s.call('/users?per_page=1', withKey(fresh.key), g1), 200, `${g1.name} verifies a new key through identity`)
-    const before = { verifications: await identityVerifications(s), hits: await l2Hits(s, g2) }
+    const before = { verifications: await identityVerifications(s), hits: await l2Hits(g2) }
     assertJson(t, await s.call('/users?per_page=1', withKey(fresh.key), g2), 200, `${g2.name} accepts it`)
-    t.equal(await l2Hits(s, g2) - before.hits, 1, `${g2.name} found it in L2: the cache is shared again`)
+    t.equal(await l2Hits(g2) - before.hits, 1, `${g2.name} found it in L2: the cache is shared again`)
     t.equal(await identityVerifications(s), before.verifications, 'without asking identity')
     t.notMatch(gatewayLogs(), /CROSSSLOT/, 'no command ever spanned two slots')
   })

@@ -3,7 +3,7 @@ import type { Test } from 'tap'
 import { assertJson } from '../helpers/assert.js'
 import { INVALID_TOKEN_CHALLENGE, sleep } from '../helpers/gateway-auth.js'
 import { watchForLeaks } from '../helpers/leak-watch.js'
-import { startProcessStack, type ProcessStack, type ServerProcess } from '../helpers/process-stack.js'
+import { startProcessStack, type GatewayProcess, type ProcessStack, type ServerProcess } from '../helpers/process-stack.js'
 
 /**
  * Scale-out (issue 6): two gateway processes on one Redis. A revoked API key or
@@ -120,8 +120,8 @@ async function runTrials (t: Test, s: ProcessStack, what: string, expectedCode: 
 }
 
 /** The invalidation events a gateway heard, by type. */
-async function eventsHeard (g: ServerProcess, type: string): Promise<number> {
-  const text = await (await fetch(`${g.url}/metrics`)).text()
+async function eventsHeard (g: GatewayProcess, type: string): Promise<number> {
+  const text = await (await fetch(`${g.metricsUrl}/metrics`)).text()
   const line = text.split('\n').find((l) => l.startsWith('portier_gateway_invalidation_events_total{') && l.includes(`type="${type}"`))
   return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1))
 }

@@ -1,12 +1,13 @@
 import t from 'tap'
-import { assertJson, assertStatus } from '../helpers/assert.js'
+import { assertJson, assertProblem, assertStatus } from '../helpers/assert.js'
 import { startStack } from '../helpers/gateway.js'
-import type { HttpAnswer } from '../helpers/http.js'
+import { http, type HttpAnswer } from '../helpers/http.js'
 
 /**
  * What ops read: /healthz (the process answers), /readyz (ready, or degraded with the
- * failing dependency named, when Redis goes away and comes back) and /metrics
- * (Prometheus text with the gateway's request, auth, key-cache and upstream series).
+ * failing dependency named, when Redis goes away and comes back) on the main listener,
+ * and /metrics (Prometheus text with the gateway's request, auth, key-cache and
+ * upstream series) on the private metrics listener only.
  */
 
 /** Prometheus' own scrape Accept header: the gateway must serve it. */
@@ -63,8 +64,8 @@ t.test('health, readiness and metrics', async (t) => {
     assertJson(t, await gateway.call('/users?per_page=1', { headers: { 'x-api-key': key.key } }), 200, 'the same key again (an L1 hit)')
     assertStatus(t, await gateway.call('/nowhere'), 404, 'an unmatched request')
 
-    const metrics = await gateway.call('/metrics', { headers: { accept: PROMETHEUS_ACCEPT } })
-    assertStatus(t, metrics, 200, 'GET /metrics with Prometheus\' Accept')
+    const metrics = await http(`${gateway.metricsUrl}/metrics`, { headers: { accept: PROMETHEUS_ACCEPT } })
+    assertStatus(t, metrics, 200, 'GET /metrics on the metrics listener, with Prometheus\' Accept')
     t.match(metrics.headers['content-type'], /^text\/plain; version=0\.0\.4/, 'Prometheus text format')
     const text = metrics.text
     t.match(text, /^portier_gateway_requests_total\{[^}]*route="\/users"[^}]*status="200"[^}]*\} 2$/m, 'requests by route pattern from config')
@@ -77,6 +78,8 @@ t.test('health, readiness and metrics', async (t) => {
     t.notOk(text.includes(key.key) || text.includes(key.id), 'no key material in the metrics')
 
     // /metrics is the one route that is not JSON: it opts out of the JSON-only Accept check.
-    assertStatus(t, await gateway.call('/metrics', { headers: { accept: 'text/plain' } }), 200, 'a plain text/plain Accept is served too')
+    assertStatus(t, await http(`${gateway.metricsUrl}/metrics`, { headers: { accept: 'text/plain' } }), 200, 'a plain text/plain Accept is served too')
+    t.equal(metrics.headers['cache-control'], 'no-store', 'never cached')
+    assertProblem(t, await gateway.call('/metrics', { headers: { accept: PROMETHEUS_ACCEPT } }), 404, 'not_found', 'not on the main listener')
   })
 })

@@ -69,7 +69,11 @@ t.test('options are validated at registration, naming the bad one', async (t) =>
       /allowedUnusualHeaders\[1\]: x_forwarded_for reads as a header the gateway sets or strips \(X_FORWARDED_FOR\)/],
     ['an allowed name that aliases the principal', { allowedUnusualHeaders: ['X.Portier.Principal'] }, /allowedUnusualHeaders\[0\]: X\.Portier\.Principal reads as a header/],
     ['an allowed name that aliases a path override', { allowedUnusualHeaders: ['x_original_url'] }, /allowedUnusualHeaders\[0\]: x_original_url reads as/],
-    ['an allowed name that aliases the credential', { allowedUnusualHeaders: ['x_api_key'] }, /allowedUnusualHeaders\[0\]: x_api_key reads as/]
+    ['an allowed name that aliases the credential', { allowedUnusualHeaders: ['x_api_key'] }, /allowedUnusualHeaders\[0\]: x_api_key reads as/],
+    ['metrics on the app without a token', { metricsRoute: true }, /metricsRoute: needs metricsToken/],
+    ['a short metrics token', { metricsRoute: true, metricsToken: 'm'.repeat(31) }, /metricsToken/],
+    ['a metrics token no Authorization header can carry', { metricsRoute: true, metricsToken: 'a metrics token with spaces in it, 40 chars' }, /metricsToken/],
+    ['a metrics token with the route off', { metricsToken: 'm'.repeat(32) }, /metricsToken: is set but metricsRoute is off/]
   ]
   for (const [label, change, message] of cases) {
     const err = await registrationError({ ...valid, ...change } as GatewayPluginOptions)
@@ -81,6 +85,35 @@ t.test('options are validated at registration, naming the bad one', async (t) =>
   const badUpstreams = await registrationError({ ...valid, upstreams: { upstreams: [{ name: 'Bad Name', target: 'ftp://x', routes: [] }] } })
   t.ok(badUpstreams instanceof ConfigError, 'an invalid upstreams object is a ConfigError')
   t.match((badUpstreams as Error).message, /upstreams\[0\]\.name/, 'naming the field')
+})
+
+t.test('in a host app, /metrics is off by default; on, it takes the token, and the registry is the host\'s to serve', async (t) => {
+  const s = await startStack(t)
+  const options: GatewayPluginOptions = {
+    upstreams: mockUpstreams(s.upstreamUrl),
+    identity: { publicUrl: s.publicUrl, internalUrl: s.adminUrl, serviceToken: s.serviceToken },
+    eventsChannel: s.config.eventsChannel,
+    now: s.clock.now
+  }
+  const plain = Fastify()
+  await plain.register(portierGateway, options)
+  t.teardown(() => plain.close())
+  const plainUrl = await plain.listen({ host: '127.0.0.1', port: 0 })
+  t.equal((await http(`${plainUrl}/healthz`)).status, 200, 'the probes are there')
+  assertProblem(t, await http(`${plainUrl}/metrics`), 404, 'not_found', 'metrics are not, by default')
+  t.match(await plain.portierGateway.metrics.registry.metrics(), /portier_gateway_requests_total/, 'the host reads the registry itself')
+
+  const token = 'metrics-token-of-the-host-app'.padEnd(40, '~')
+  const exposed = Fastify()
+  await exposed.register(portierGateway, { ...options, metricsRoute: true, metricsToken: token })
+  t.teardown(() => exposed.close())
+  const exposedUrl = await exposed.listen({ host: '127.0.0.1', port: 0 })
+  // A plain Fastify host renders no problems itself: the route's own context does.
+  assertProblem(t, await http(`${exposedUrl}/metrics`), 401, 'metrics_unauthorized', 'without the token, in a host that is not a Portier app')
+  assertProblem(t, await http(`${exposedUrl}/metrics`, { bearer: token.slice(1) }), 401, 'metrics_unauthorized', 'a wrong token')
+  const scraped = await http(`${exposedUrl}/metrics`, { bearer: token })
+  t.equal(scraped.status, 200, 'the token: 200')
+  t.match(scraped.text, /portier_gateway_requests_total/, 'Prometheus text')
 })
 
 async function registrationError (options: GatewayPluginOptions): Promise<unknown> {

@@ -73,6 +73,34 @@ t.test('an alias collision fails the check', async (t) => {
   t.match(run.stderr, `  - ${file}: upstreams[1].aliases./utilisateurs: collides with the alias declared at upstreams[0].aliases./utilisateurs\n`)
 })
 
+t.test('routes whose upstream path is or could be under /admin or /internal fail the check, each named', async (t) => {
+  const file = write('reserved-upstream.yaml', `${HEAD}    routes:
+      - { method: GET, path: /users, permission: users:list }
+  - name: keys
+    target: http://127.0.0.1:3002
+    prefix: /keys
+    routes:
+      - { method: GET, path: /Admin/keys, permission: keys:list }
+      - { method: GET, path: /*, permission: keys:read }
+  - name: verify
+    target: http://127.0.0.1:3002/INTERNAL/
+    prefix: /verify
+    routes:
+      - { method: POST, path: /, permission: keys:verify }
+`)
+  const run = await portier(['config', 'check', file])
+  t.equal(run.code, 78, 'exit 78 (EX_CONFIG)')
+  t.equal(run.stdout, '', 'nothing on stdout')
+  t.equal(run.stderr, [
+    `Invalid configuration (${file}):`,
+    `  - ${file}: upstreams[1].routes[0].path: GET /keys/Admin/keys is sent upstream as /Admin/keys, under /admin, which the gateway never sends upstream`,
+    `  - ${file}: upstreams[1].routes[1].path: GET /keys/* is sent upstream as /*, whose first segment * could be admin or internal ` +
+      '(which the gateway never sends upstream): start the route with a static segment, or give the target a base path',
+    `  - ${file}: upstreams[2].target: its base path /INTERNAL is under /internal, which the gateway never sends upstream`,
+    ''
+  ].join('\n'))
+})
+
 t.test('every problem is listed at once', async (t) => {
   const file = write('many.yaml', `${HEAD}    keyCase: kebab
     routes:

@@ -348,6 +348,64 @@ t.test('semantic collisions', async (t) => {
   })
 })
 
+t.test('upstream paths under /admin or /internal, after the prefix is taken off or a base path put on', async (t) => {
+  const sent = (where: string, label: string, upstreamPath: string, reserved: string): string =>
+    `gateway.yaml: ${where}: ${label} is sent upstream as ${upstreamPath}, under ${reserved}, which the gateway never sends upstream`
+  const open = (where: string, label: string, upstreamPath: string, segment: string): string =>
+    `gateway.yaml: ${where}: ${label} is sent upstream as ${upstreamPath}, whose first segment ${segment} could be admin or internal ` +
+    '(which the gateway never sends upstream): start the route with a static segment, or give the target a base path'
+  const basePath = (where: string, path: string, reserved: string): string =>
+    `gateway.yaml: ${where}: its base path ${path} is under ${reserved}, which the gateway never sends upstream`
+  const r = (path: string): Member => ({ method: 'GET', path, permission: 'x:y' })
+  checkCases(t, [
+    ['the prefix taken off leaves /admin', (d) => { d.upstreams.push(second({ prefix: '/billing', routes: [r('/admin/keys')] })) },
+      [sent('upstreams[1].routes[0].path', 'GET /billing/admin/keys', '/admin/keys', '/admin')]],
+    ['the prefix taken off leaves /ADMIN itself', (d) => { d.upstreams.push(second({ prefix: '/billing', routes: [r('/ADMIN')] })) },
+      [sent('upstreams[1].routes[0].path', 'GET /billing/ADMIN', '/ADMIN', '/admin')]],
+    ['the prefix taken off leaves /Internal/', (d) => { d.upstreams.push(second({ prefix: '/a/b', routes: [r('/Internal/keys/verify')] })) },
+      [sent('upstreams[1].routes[0].path', 'GET /a/b/Internal/keys/verify', '/Internal/keys/verify', '/internal')]],
+    ['a base path /admin', (d) => { d.upstreams.push(second({ target: 'http://127.0.0.1:4100/admin' })) },
+      [basePath('upstreams[1].target', '/admin', '/admin')]],
+    ['a base path /ADMIN/ with its trailing slash', (d) => { d.upstreams.push(second({ target: 'http://127.0.0.1:4100/ADMIN/', prefix: '/x' })) },
+      [basePath('upstreams[1].target', '/ADMIN', '/admin')]],
+    ['a base path under /internal/', (d) => { d.upstreams.push(second({ target: 'https://identity.example:3002/internal/keys', routes: [r('/'), r('/verify')] })) },
+      [basePath('upstreams[1].target', '/internal/keys', '/internal')]],
+    ['a parameter first, once the prefix is taken off', (d) => { d.upstreams.push(second({ prefix: '/svc', routes: [r('/:tenant/keys')] })) },
+      [open('upstreams[1].routes[0].path', 'GET /svc/:tenant/keys', '/:tenant/keys', ':tenant')]],
+    ['a wildcard first, once the prefix is taken off', (d) => { d.upstreams.push(second({ prefix: '/svc', routes: [r('/*')] })) },
+      [open('upstreams[1].routes[0].path', 'GET /svc/*', '/*', '*')]],
+    ['the prefix path itself with a wildcard under it, on each method', (d) => {
+      d.upstreams.push(second({ prefix: '/svc', routes: [r('/'), { method: 'POST', path: '/*', permission: 'x:y' }] }))
+    }, [open('upstreams[1].routes[1].path', 'POST /svc/*', '/*', '*')]],
+    ['an alias whose target is sent upstream under /admin', (d) => {
+      d.upstreams.push(second({ prefix: '/svc', routes: [r('/Admin/users')], aliases: { '/gestion': '/svc/Admin' } }))
+    }, [sent('upstreams[1].routes[0].path', 'GET /svc/Admin/users', '/Admin/users', '/admin'),
+      'gateway.yaml: upstreams[1].aliases./gestion: its target /svc/Admin is sent upstream as /Admin, under /admin, which the gateway never sends upstream']],
+    ['an alias in front of a wildcard, to /internal', (d) => {
+      d.upstreams.push(second({ prefix: '/svc', routes: [r('/*')], aliases: { '/verify': '/svc/internal/keys' } }))
+    }, [open('upstreams[1].routes[0].path', 'GET /svc/*', '/*', '*'),
+      'gateway.yaml: upstreams[1].aliases./verify: its target /svc/internal/keys is sent upstream as /internal/keys, under /internal, which the gateway never sends upstream']]
+  ])
+
+  t.test('paths that cannot reach /admin or /internal upstream load', async (t) => {
+    const safe: Array<[string, Upstream]> = [
+      ['a segment that only starts like admin', second({ prefix: '/svc', routes: [r('/administrators'), r('/internals/:id')] })],
+      ['a base path before a parameter or wildcard', second({ target: 'http://127.0.0.1:4100/api', prefix: '/svc', routes: [r('/:tenant/keys'), r('/x/*')] })],
+      ['a base path before admin', second({ target: 'http://127.0.0.1:4100/api', prefix: '/svc', routes: [r('/admin/keys')] })],
+      ['the gateway path sent as is (prefix /, no base path): the gateway refuses /admin requests itself', second({ routes: [r('/*')] })],
+      ['a parameter first, sent as is', second({ routes: [r('/:tenant/reports')] })],
+      ['a static segment first after the prefix', second({ prefix: '/svc', routes: [r('/v1/*'), r('/v1/:id')] })]
+    ]
+    for (const [label, extra] of safe) {
+      const doc = base()
+      // The base file's alias would sit in front of the catch-alls.
+      delete upstream(doc).aliases
+      doc.upstreams.push(extra)
+      t.same(problemsOf(doc), [], label)
+    }
+  })
+})
+
 t.test('a route without a permission', async (t) => {
   const doc = base()
   route(doc, 1).permission = null

@@ -174,6 +174,32 @@ t.test('/admin and /internal never match, whatever the config says', async (t) =
   t.same(table.match('GET', '/admin/users'), { kind: 'not_found' }, 'and in the checked table')
 })
 
+t.test('nor does a path its upstream would receive under /admin or /internal, whatever the config says', async (t) => {
+  // Past the loader's checks again: the table's own check is the second line.
+  const route = (method: string, path: string): UpstreamConfig['routes'][number] => ({ method, path, permission: '*' })
+  const upstream = (name: string, target: string, prefix: string, routes: Array<UpstreamConfig['routes'][number]>, aliases: Record<string, string> = {}): UpstreamConfig =>
+    ({ name, target, prefix, keyCase: 'snake', timeouts: { connectMs: 2000, responseMs: 10000 }, aliases, routes })
+  const careless = buildRouteTable({
+    upstreams: [
+      upstream('stripped', 'http://127.0.0.1:4000', '/svc', [route('GET', '/*'), route('POST', '/:tenant/keys'), route('GET', '/')], { '/old': '/svc/admin' }),
+      upstream('based', 'http://127.0.0.1:4000/ADMIN', '/based', [route('GET', '/*'), route('GET', '/')]),
+      upstream('inner', 'http://127.0.0.1:4000/internal/', '/inner', [route('GET', '/keys')]),
+      upstream('fine', 'http://127.0.0.1:4000/api', '/fine', [route('GET', '/*')])
+    ]
+  }, { identityOrigin: IDENTITY_ORIGIN })
+  const refused: Array<[string, string]> = [
+    ['GET', '/svc/admin'], ['GET', '/svc/admin/keys'], ['GET', '/svc/ADMIN/keys'], ['GET', '/svc/Internal/keys/verify'], ['HEAD', '/svc/admin/keys'],
+    ['POST', '/svc/internal/keys'], ['POST', '/svc/Admin/keys'], ['GET', '/old'], ['GET', '/old/keys'],
+    ['GET', '/based'], ['GET', '/based/users'], ['HEAD', '/based/users'], ['GET', '/inner/keys']
+  ]
+  for (const [method, path] of refused) t.same(careless.match(method, path), { kind: 'not_found' }, `${method} ${path}: not found`)
+  t.same(careless.match('DELETE', '/svc/admin/keys'), { kind: 'not_found' }, 'no 405 either: an Allow header would say the path exists')
+  hit(t, careless, 'GET', '/svc/administrators', { pattern: '/svc/*', upstreamPath: '/administrators' })
+  hit(t, careless, 'POST', '/svc/acme/keys', { pattern: '/svc/:tenant/keys', upstreamPath: '/acme/keys' })
+  hit(t, careless, 'GET', '/svc', { pattern: '/svc', upstreamPath: '/' })
+  hit(t, careless, 'GET', '/fine/admin/keys', { pattern: '/fine/*', upstreamPath: '/api/admin/keys' })
+})
+
 t.test('paths from normalisePath: one spelling for the check, the match and the upstream', async (t) => {
   const matchRaw = (method: string, rawUrl: string): RouteMatch | string => {
     const normalised = normalisePath(rawUrl)

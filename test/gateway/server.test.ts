@@ -4,6 +4,9 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { stringify } from 'yaml'
+import { connect } from 'node:net'
+import { Writable } from 'node:stream'
+import { buildGatewayServer, buildMetricsServer } from '../../gateway/app.js'
 import { loadGatewayConfig } from '../../gateway/config.js'
 import { ConfigError } from '../../common/config.js'
 import { assertJson, assertProblem } from '../helpers/assert.js'
@@ -11,6 +14,14 @@ import { mockUpstreams, startStack } from '../helpers/gateway.js'
 import { http } from '../helpers/http.js'
 import { freePort } from '../helpers/redis.js'
 import { tempDir } from '../helpers/identity.js'
+
+async function accepts (port: number): Promise<boolean> {
+  return await new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port })
+    socket.once('connect', () => { socket.destroy(); resolve(true) })
+    socket.once('error', () => { resolve(false) })
+  })
+}
 
 const SERVER = fileURLToPath(new URL('../../dist/gateway/server.js', import.meta.url))
 const TOKEN = 's'.repeat(40)
@@ -34,6 +45,34 @@ t.test('the environment is validated, naming every bad variable', async (t) => {
   t.notOk('allowedUnusualHeaders' in config.plugin, 'no unusual header name is allowed unless GATEWAY_ALLOWED_UNUSUAL_HEADERS is set')
   t.same(loadGatewayConfig({ IDENTITY_SERVICE_TOKEN: TOKEN, GATEWAY_ALLOWED_UNUSUAL_HEADERS: ' x_legacy_id, X.Trace ,' }).plugin.allowedUnusualHeaders,
     ['x_legacy_id', 'X.Trace'], 'GATEWAY_ALLOWED_UNUSUAL_HEADERS: a comma list, trimmed')
+})
+
+t.test('the metrics listener: on by default on 127.0.0.1:9464, off with port 0', async (t) => {
+  const config = loadGatewayConfig({ IDENTITY_SERVICE_TOKEN: TOKEN })
+  t.same(config.metrics, { host: '127.0.0.1', port: 9464 }, 'loopback, 9464')
+  t.equal(config.plugin.metricsRoute, false, 'not on the main listener')
+  t.equal(loadGatewayConfig({ IDENTITY_SERVICE_TOKEN: TOKEN, GATEWAY_METRICS_PORT: '0' }).metrics, null, 'GATEWAY_METRICS_PORT=0: none')
+  const exposed = loadGatewayConfig({ IDENTITY_SERVICE_TOKEN: TOKEN, GATEWAY_METRICS_ON_MAIN_LISTENER: 'true', GATEWAY_METRICS_TOKEN: 'm'.repeat(32) })
+  t.match(exposed.plugin, { metricsRoute: true, metricsToken: 'm'.repeat(32) }, 'on the main listener with its token')
+})
+
+t.test('the metrics listener is a Portier listener like the main one: the same server timeouts', async (t) => {
+  const discard = new Writable({ write (_chunk, _encoding, done) { done() } })
+  const config = loadGatewayConfig({ IDENTITY_SERVICE_TOKEN: TOKEN, IDENTITY_PUBLIC_URL: 'http://127.0.0.1:1', IDENTITY_INTERNAL_URL: 'http://127.0.0.1:1', LOG_LEVEL: 'silent' })
+  const main = await buildGatewayServer(config, { logStream: discard })
+  const metrics = await buildMetricsServer(config, main.portierGateway, { logStream: discard })
+  t.teardown(async () => { await Promise.all([main.close(), metrics.close()]) })
+  await Promise.all([main.listen({ host: '127.0.0.1', port: 0 }), metrics.listen({ host: '127.0.0.1', port: 0 })])
+  const settings = (app: typeof metrics) => ({
+    headersTimeout: app.server.headersTimeout,
+    requestTimeout: app.server.requestTimeout,
+    keepAliveTimeout: app.server.keepAliveTimeout,
+    timeout: app.server.timeout,
+    maxHeadersCount: app.server.maxHeadersCount,
+    connectionTimeout: app.initialConfig.connectionTimeout,
+    keepAliveTimeoutOption: app.initialConfig.keepAliveTimeout
+  })
+  t.same(settings(metrics), settings(main as unknown as typeof metrics), 'every timeout and limit of the server')
 })
 
 t.test('the server refuses to start on bad configuration (exit 78)', async (t) => {
@@ -63,12 +102,13 @@ t.test('the standalone server: SIGHUP reloads, SIGTERM drains in-flight requests
   const config = mockUpstreams(s.upstreamUrl)
   const withoutTasks = { upstreams: config.upstreams.map((u) => ({ ...u, routes: u.routes.filter((r) => !r.path.startsWith('/tasks')) })) }
   writeFileSync(file, stringify(withoutTasks))
-  const port = await freePort()
+  const [port, metricsPort] = [await freePort(), await freePort()]
   const child = spawn(process.execPath, [SERVER], {
     env: {
       PATH: process.env.PATH,
       GATEWAY_HOST: '127.0.0.1',
       GATEWAY_PORT: String(port),
+      GATEWAY_METRICS_PORT: String(metricsPort),
       GATEWAY_UPSTREAMS_FILE: file,
       GATEWAY_WATCH_UPSTREAMS: 'false',
       GATEWAY_SHUTDOWN_GRACE_SECONDS: '10',
@@ -87,11 +127,12 @@ t.test('the standalone server: SIGHUP reloads, SIGTERM drains in-flight requests
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
   t.teardown(() => { child.kill('SIGKILL') })
   const base = `http://127.0.0.1:${port}`
-  for (let i = 0; i < 100 && !/Server listening/.test(output); i++) await new Promise((resolve) => setTimeout(resolve, 100))
+  for (let i = 0; i < 100 && !output.includes(`Server listening at ${base}`); i++) await new Promise((resolve) => setTimeout(resolve, 100))
 
   const headers = { 'x-api-key': key.key }
   assertJson(t, await http(`${base}/users?per_page=1`, { headers }), 200, 'serves the configured routes')
   assertProblem(t, await http(`${base}/tasks`, { headers }), 404, 'not_found', 'a route not in the file')
+  t.equal((await http(`http://127.0.0.1:${metricsPort}/metrics`)).status, 200, 'its metrics listener serves /metrics')
 
   writeFileSync(file, stringify(config))
   child.kill('SIGHUP')
@@ -104,5 +145,6 @@ t.test('the standalone server: SIGHUP reloads, SIGTERM drains in-flight requests
   const inFlight = await slow
   assertJson(t, inFlight, 200, 'the in-flight request completes during the drain')
   t.equal(await exited, 0, 'the process exits cleanly', { output: output.slice(-3000) })
+  t.equal(await accepts(metricsPort), false, 'the metrics listener closed with it')
   t.notMatch(output, key.key, 'the key never appears in a log line')
 })

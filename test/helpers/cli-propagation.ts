@@ -198,6 +198,8 @@ export function cliPropagation (leaks: LeakWatch) {
     writeFileSync(upstreams, readFileSync(DEFAULT_UPSTREAMS_FILE, 'utf8').replaceAll('http://127.0.0.1:4000', `http://127.0.0.1:${mockPort}`))
     const env = {
       GATEWAY_PORT: String(gatewayPort),
+      // No metrics listener: runs side by side would all take its default port.
+      GATEWAY_METRICS_PORT: '0',
       IDENTITY_PORT: String(identityPort),
       IDENTITY_ADMIN_PORT: String(adminPort),
       UPSTREAM_MOCK_PORT: String(mockPort),

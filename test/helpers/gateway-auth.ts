@@ -4,7 +4,7 @@ import { SignJWT, exportJWK, generateKeyPair, importPKCS8, type CryptoKey, type 
 import { request } from 'undici'
 import { randomBase62 } from '../../common/random.js'
 import { assertProblem } from './assert.js'
-import type { HttpAnswer } from './http.js'
+import { http, type HttpAnswer } from './http.js'
 import type { TestGateway } from './gateway.js'
 
 /**
@@ -32,7 +32,7 @@ export async function identityRequests (identity: { logs: Array<Record<string, u
 
 /** The sum of a gateway's counter `name` over the series whose labels include `labels`. */
 export async function metricSum (gateway: TestGateway, name: string, labels: Record<string, string> = {}): Promise<number> {
-  const text = (await gateway.call('/metrics')).text
+  const text = (await http(`${gateway.metricsUrl}/metrics`)).text
   return text.split('\n')
     .filter((l) => (l.startsWith(`${name}{`) || l.startsWith(`${name} `)) && Object.entries(labels).every(([k, v]) => l.includes(`${k}="${v}"`)))
     .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0)

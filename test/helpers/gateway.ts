@@ -1,6 +1,6 @@
 import type { Test } from 'tap'
 import { fileURLToPath } from 'node:url'
-import { buildGatewayServer } from '../../gateway/app.js'
+import { buildGatewayServer, buildMetricsServer } from '../../gateway/app.js'
 import type { GatewayOptionsInput } from '../../gateway/options.js'
 import { loadUpstreamsFile, type UpstreamsConfig } from '../../gateway/routing/index.js'
 import type { EventBus } from '../../common/event-bus.js'
@@ -23,6 +23,8 @@ export function mockUpstreams (mockUrl: string): UpstreamsConfig {
 
 export interface TestGateway {
   url: string
+  /** The gateway's private metrics listener (GET /metrics), as the standalone server runs it. */
+  metricsUrl: string
   app: Awaited<ReturnType<typeof buildGatewayServer>>
   logs: Array<Record<string, unknown>>
   logText: () => string
@@ -46,6 +48,7 @@ export async function startGateway (t: Test, setup: GatewaySetup): Promise<TestG
   const app = await buildGatewayServer({
     host: '127.0.0.1',
     port: 0,
+    metrics: null,
     trustProxy: false,
     shutdownGraceMs: 1_000,
     logLevel: 'info',
@@ -68,9 +71,13 @@ export async function startGateway (t: Test, setup: GatewaySetup): Promise<TestG
     ...(setup.events !== undefined ? { events: setup.events } : {})
   })
   t.teardown(() => app.close())
+  const metrics = await buildMetricsServer({ logLevel: 'info' }, app.portierGateway, { logStream: logs.stream })
+  t.teardown(() => metrics.close())
   const url = await app.listen({ host: '127.0.0.1', port: 0 })
+  const metricsUrl = await metrics.listen({ host: '127.0.0.1', port: 0 })
   return {
     url,
+    metricsUrl,
     app,
     logs: logs.lines,
     logText: logs.text,

@@ -107,15 +107,20 @@ export interface IdentityProcess extends ServerProcess {
   admin: ReturnType<typeof adminClient>
 }
 
+export interface GatewayProcess extends ServerProcess {
+  /** Its private metrics listener (GET /metrics), on a port of its own. */
+  metricsUrl: string
+}
+
 export interface ProcessStack {
   redis: TestRedis
   mock: ServerProcess
   identity: IdentityProcess
-  gateways: ServerProcess[]
+  gateways: GatewayProcess[]
   /** The first gateway. */
-  gateway: ServerProcess
+  gateway: GatewayProcess
   /** Another gateway process on the same Redis and identity; `env` overrides its defaults. */
-  addGateway: (env?: Record<string, string>) => Promise<ServerProcess>
+  addGateway: (env?: Record<string, string>) => Promise<GatewayProcess>
   /** A request to a gateway (the first unless told). */
   call: <T = any>(path: string, request?: HttpRequest, gateway?: ServerProcess) => Promise<HttpAnswer<T>>
   user: { email: string, password: string }
@@ -210,22 +215,25 @@ export async function startProcessStack (t: Test, options: ProcessStackOptions):
     LOG_LEVEL: 'info',
     ...options.gatewayEnv
   }
-  const gateways: ServerProcess[] = []
-  const addGateway = async (env: Record<string, string> = {}): Promise<ServerProcess> => {
-    const port = await freePort()
+  const gateways: GatewayProcess[] = []
+  const addGateway = async (env: Record<string, string> = {}): Promise<GatewayProcess> => {
+    const [port, metricsPort] = [await freePort(), await freePort()]
+    // Each its own metrics port: every gateway would take the default one otherwise.
+    const withPorts = { ...gatewayEnv, GATEWAY_PORT: String(port), GATEWAY_METRICS_PORT: String(metricsPort), ...env }
     const gateway = await startServerProcess(t, {
       name: `gateway-${gateways.length + 1}`,
       entry: 'dist/gateway/server.js',
-      env: { ...gatewayEnv, GATEWAY_PORT: String(port), ...env },
+      env: withPorts,
       url: `http://127.0.0.1:${port}`,
       readyPath: '/readyz',
       leaks
     })
-    gateways.push(gateway)
-    return gateway
+    const withMetrics = { ...gateway, metricsUrl: `http://127.0.0.1:${withPorts.GATEWAY_METRICS_PORT}` }
+    gateways.push(withMetrics)
+    return withMetrics
   }
   for (let i = 0; i < (options.gateways ?? 1); i++) await addGateway()
-  const first = gateways[0] as ServerProcess
+  const first = gateways[0] as GatewayProcess
   const call = async <T = any>(path: string, request?: HttpRequest, gateway: ServerProcess = first): Promise<HttpAnswer<T>> =>
     await http<T>(`${gateway.url}${path}`, request)
 

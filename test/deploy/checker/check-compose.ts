@@ -281,6 +281,7 @@ function checkHaproxy (tree: DeployTree, name: string, service: Node, gateways: 
       if (checkPath === undefined) continue
       if (checkPath !== resolved.service.readinessPath) problems.add(path, from, `checked on ${checkPath}; a gateway is ready when ${resolved.service.readinessPath} answers 2xx`)
       const listener = listenerOnPort(resolved, target.port)
+      if (listener?.private === true) problems.add(path, from, `${line.words[2] ?? ''}: the gateway's ${listener.name} listener is private; the load balancer sends traffic to its public listener`)
       if (listener !== undefined) checkServes(path, from, resolved.service, listener, 'GET', checkPath, facts, problems)
     }
   }

@@ -278,9 +278,22 @@ function checkPortierPod (container: Container, resolved: ResolvedContainer, fac
     checkServes(file, `${where}.httpGet`, resolved.service, listener, 'GET', String(get.path), facts, problems)
     if (probe === 'readinessProbe' && get.path !== resolved.service.readinessPath) problems.add(file, `${where}.httpGet.path`, `${String(get.path)}: ${resolved.service.name} is ready when ${resolved.service.readinessPath} answers 2xx`)
   }
+  for (const listener of resolved.loaded.listeners.filter((l) => l.scraped === true)) checkScrapeAnnotations(container, resolved, listener, facts, problems)
   if ('REDIS_URL' in resolved.service.schema.properties && !resolved.env.has('REDIS_URL')) {
     problems.add(file, `${container.where}.env`, `REDIS_URL is not set: ${resolved.service.name} would keep caches and events in process, unshared between replicas`)
   }
+}
+
+/** The prometheus.io annotations on the pod template lead a pod-discovering Prometheus to the metrics listener. */
+function checkScrapeAnnotations (container: Container, resolved: ResolvedContainer, listener: Listener, facts: CodeFacts, problems: Problems): void {
+  const { file, id } = container.workload
+  const where = `${id}.spec.template.metadata.annotations`
+  const annotations: Node = container.workload.obj.spec?.template?.metadata?.annotations ?? {}
+  if (annotations['prometheus.io/scrape'] !== 'true') problems.add(file, where, `prometheus.io/scrape is not "true": nothing scrapes the ${listener.name} listener (${listener.port})`)
+  if (annotations['prometheus.io/port'] !== String(listener.port)) {
+    problems.add(file, where, `prometheus.io/port is ${JSON.stringify(annotations['prometheus.io/port'])}; the ${listener.name} listener is on ${listener.port}`)
+  }
+  checkServes(file, `${where}[prometheus.io/path]`, resolved.service, listener, 'GET', String(annotations['prometheus.io/path'] ?? '/metrics'), facts, problems)
 }
 
 function checkUpstreamsConfigMap (container: Container, path: string, configMaps: Map<string, Array<{ key: string, path: string }>>, tree: DeployTree,
@@ -365,9 +378,15 @@ function checkPrivateListener (container: Container, listener: Listener, clients
       const from = asArray(rule.from)
       if (from.length === 0) problems.add(policy.file, where, `admits everyone to ${id}'s ${listener.name} listener (${listener.port})`)
       for (const peer of from) {
-        const ok = peer.podSelector !== undefined && peer.namespaceSelector === undefined && peer.ipBlock === undefined &&
-          Object.keys(peer.podSelector?.matchLabels ?? {}).length > 0 && allowed.some((l) => selects(peer.podSelector.matchLabels, l))
-        if (!ok) problems.add(policy.file, where, `admits ${JSON.stringify(peer)} to ${id}'s ${listener.name} listener (${listener.port}); only its clients (${[...clients].map((c) => c.id).join(', ') || 'none'}) may connect`)
+        const named = (selector: Node | undefined): boolean => Object.keys(selector?.matchLabels ?? {}).length > 0
+        const client = peer.podSelector !== undefined && peer.namespaceSelector === undefined && peer.ipBlock === undefined &&
+          named(peer.podSelector) && allowed.some((l) => selects(peer.podSelector.matchLabels, l))
+        // A scraper lives outside this base: named pods of a named namespace, never a whole namespace or an address range.
+        const scraper = listener.scraped === true && peer.ipBlock === undefined && named(peer.namespaceSelector) && named(peer.podSelector)
+        if (!client && !scraper) {
+          const who = listener.scraped === true ? 'its scraper (podSelector and namespaceSelector, both with labels)' : `its clients (${[...clients].map((c) => c.id).join(', ') || 'none'})`
+          problems.add(policy.file, where, `admits ${JSON.stringify(peer)} to ${id}'s ${listener.name} listener (${listener.port}); only ${who} may connect`)
+        }
       }
     }
   }

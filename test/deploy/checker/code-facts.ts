@@ -5,7 +5,7 @@ import { Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import type { FastifyInstance, HTTPMethods } from 'fastify'
 import type { TObject } from 'typebox'
-import { buildGatewayServer } from '../../../gateway/app.js'
+import { buildGatewayServer, buildMetricsServer } from '../../../gateway/app.js'
 import { GatewayEnvSchema, loadGatewayConfig } from '../../../gateway/config.js'
 import { buildIdentity } from '../../../identity/app.js'
 import { IdentityEnvSchema, loadIdentityConfig } from '../../../identity/config.js'
@@ -21,6 +21,11 @@ export interface Listener {
   port: number
   /** Must never be published or reachable from outside the private network. */
   private: boolean
+  /**
+   * Read by monitoring the deploy files do not run (Prometheus): private, and its
+   * clients are a scraper's pods in the monitoring namespace, named by the policy.
+   */
+  scraped?: true
 }
 
 /** What a service's config says once loaded: its listeners and the settings deploy files depend on. */
@@ -66,7 +71,10 @@ export const SERVICES: readonly ServiceFacts[] = Object.freeze([
     load: (env) => {
       const c = loadGatewayConfig(env)
       return {
-        listeners: [{ name: 'http', host: c.host, port: c.port, private: false }],
+        listeners: [
+          { name: 'http', host: c.host, port: c.port, private: false },
+          ...(c.metrics !== null ? [{ name: 'metrics', host: c.metrics.host, port: c.metrics.port, private: true, scraped: true } as const] : [])
+        ],
         shutdownGraceSeconds: c.shutdownGraceMs / 1000,
         ...(c.plugin.upstreamsFile !== undefined ? { upstreamsFile: c.plugin.upstreamsFile } : {})
       }
@@ -149,9 +157,10 @@ export async function loadCodeFacts (): Promise<CodeFacts> {
     GATEWAY_WATCH_UPSTREAMS: 'false',
     LOG_LEVEL: 'silent'
   }), { logStream: discard() })
+  const gatewayMetrics = await buildMetricsServer({ logLevel: 'silent' }, gateway.portierGateway, { logStream: discard() })
   const mock = await buildUpstreamMock({ logLevel: 'silent', logStream: discard() })
   const apps: Record<string, Record<string, FastifyInstance>> = {
-    gateway: { http: gateway as unknown as FastifyInstance },
+    gateway: { http: gateway as unknown as FastifyInstance, metrics: gatewayMetrics as unknown as FastifyInstance },
     identity: { public: identity.publicApp, admin: identity.adminApp },
     'upstream-mock': { http: mock }
   }
@@ -173,7 +182,7 @@ export async function loadCodeFacts (): Promise<CodeFacts> {
     scripts: pkg.scripts as Record<string, string>,
     sourceExists: (path) => existsSync(join(REPO_ROOT, path)),
     close: async () => {
-      await Promise.all([identity.close(), gateway.close(), mock.close()])
+      await Promise.all([identity.close(), gateway.close(), gatewayMetrics.close(), mock.close()])
       rmSync(dir, { recursive: true, force: true })
     }
   }
