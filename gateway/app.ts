@@ -19,7 +19,8 @@ export async function buildGatewayServer (config: GatewayServerConfig, options: 
     logLevel: config.logLevel,
     ...(logStream !== undefined ? { logStream } : {}),
     bodyLimitBytes: config.plugin.bodyLimitBytes ?? 1_048_576,
-    trustProxy: config.trustProxy
+    trustProxy: config.trustProxy,
+    ...(config.timeouts !== undefined ? { timeouts: config.timeouts } : {})
   })
   await app.register(portierGateway, { documentationRoutes: true, ...config.plugin, ...deps })
   return app

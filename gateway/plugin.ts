@@ -1,9 +1,12 @@
 import { isUtf8 } from 'node:buffer'
+import type { IncomingMessage } from 'node:http'
 import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify'
+import { createBodyBudget } from '../common/body-budget.js'
 import { ConfigError, validateConfig } from '../common/config.js'
 import { installAcceptCheck } from '../common/accept.js'
 import { CommonProblems, sendProblem, toProblem } from '../common/problem.js'
+import { bufferedBodyReader } from '../common/request-body.js'
 import { documentationRoutes } from './docs/routes.js'
 import { observabilityRoutes } from './observability/routes.js'
 import { GatewayOptionsSchema, redisTargetOf, type GatewayOptionsInput, type ResolvedGatewayOptions } from './options.js'
@@ -51,14 +54,22 @@ function resolveOptions (options: GatewayOptionsInput): ResolvedGatewayOptions {
 }
 
 /**
- * Why a JSON body is refused before it is forwarded, or null. The gateway reads bodies
- * as they come and does not decode content codings, so a compressed body (or one that
- * only claims to be) would be forwarded unread and decoded by the upstream alone. JSON
- * is UTF-8 (RFC 8259 §8.1): other bytes would reach the upstream as U+FFFD.
+ * Why a JSON body is refused before it is read: the gateway does not decode content
+ * codings, so a compressed body (or one that only claims to be) would be forwarded
+ * unread and decoded by the upstream alone.
  */
-function refusedBody (contentEncoding: string | undefined, body: Buffer): Error | null {
-  if (contentEncoding !== undefined && contentEncoding.trim().toLowerCase() !== 'identity') return CommonProblems.unsupportedMediaType()
-  return isUtf8(body) ? null : CommonProblems.malformedJson()
+function refusedEncoding (contentEncoding: string | undefined): Error | null {
+  return contentEncoding !== undefined && contentEncoding.trim().toLowerCase() !== 'identity' ? CommonProblems.unsupportedMediaType() : null
+}
+
+/**
+ * The largest body a route takes: identity's routes take no credential here, so an
+ * anonymous client gets the few KiB login, refresh and logout need; upstream routes
+ * take their upstream's limit, or the gateway's.
+ */
+function bodyLimitOf (decision: GateDecision, options: ResolvedGatewayOptions): number {
+  if (decision.route.auth === 'none') return options.identityBodyLimitBytes
+  return decision.route.upstream.bodyLimitBytes ?? options.bodyLimitBytes
 }
 
 /**
@@ -69,9 +80,16 @@ function refusedBody (contentEncoding: string | undefined, body: Buffer): Error 
  */
 async function trafficContext (app: FastifyInstance, { runtime, options }: { runtime: GatewayRuntime, options: ResolvedGatewayOptions }): Promise<void> {
   app.removeAllContentTypeParsers()
+  // Every body the gateway holds while it forwards it counts against one budget: many slow or stalled bodies cannot add up.
+  const readBody = bufferedBodyReader(app, createBodyBudget(options.bufferedBodiesMaxBytes))
   for (const type of ['application/json', /^application\/[\w.+-]+\+json$/]) {
-    app.addContentTypeParser(type, { parseAs: 'buffer', bodyLimit: options.bodyLimitBytes }, (request, body, done) => {
-      done(refusedBody(request.headers['content-encoding'], body as Buffer), body)
+    app.addContentTypeParser(type, async (request: FastifyRequest, payload: IncomingMessage) => {
+      const refused = refusedEncoding(request.headers['content-encoding'])
+      if (refused !== null) throw refused
+      const body = await readBody(request, payload, bodyLimitOf(decisionOf(request), options))
+      // JSON is UTF-8 (RFC 8259 §8.1): other bytes would reach the upstream as U+FFFD.
+      if (!isUtf8(body)) throw CommonProblems.malformedJson()
+      return body
     })
   }
 
@@ -119,6 +137,8 @@ async function trafficContext (app: FastifyInstance, { runtime, options }: { run
     metrics: runtime.metrics,
     maxInflectionDepth: options.maxInflectionDepth,
     maxInflectedResponseBytes: options.maxInflectedResponseBytes,
+    maxInflectedRequestMembers: options.maxInflectedRequestMembers,
+    maxInflectedResponseMembers: options.maxInflectedResponseMembers,
     connectTimeoutMs: runtime.connectTimeoutMs
   })
 }

@@ -19,7 +19,8 @@ function resolveUpstream (upstream: UpstreamConfig): ResolvedUpstream {
     origin: url.origin,
     basePath: url.pathname.replace(/\/$/, ''),
     keyCase: upstream.keyCase,
-    timeouts: Object.freeze({ ...upstream.timeouts })
+    timeouts: Object.freeze({ ...upstream.timeouts }),
+    bodyLimitBytes: upstream.bodyLimitBytes ?? null
   })
 }
 
@@ -29,7 +30,9 @@ function identityUpstream (identityOrigin: string): ResolvedUpstream {
     origin: new URL(identityOrigin).origin,
     basePath: '',
     keyCase: 'snake',
-    timeouts: Object.freeze({ connectMs: DEFAULT_CONNECT_TIMEOUT_MS, responseMs: DEFAULT_RESPONSE_TIMEOUT_MS })
+    timeouts: Object.freeze({ connectMs: DEFAULT_CONNECT_TIMEOUT_MS, responseMs: DEFAULT_RESPONSE_TIMEOUT_MS }),
+    // The gateway gives identity's anonymous routes their own small limit (identityBodyLimitBytes).
+    bodyLimitBytes: null
   })
 }
 
