@@ -1,4 +1,4 @@
-import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify'
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
@@ -9,7 +9,7 @@ import { DEFAULT_BUFFERED_BODIES_MAX_BYTES, DEFAULT_LISTENER_TIMEOUTS, httpServe
 import { answerClientError, CommonProblems, installProblemHandlers, sendProblem, toProblem } from './problem.js'
 import { ProblemSchema } from './problem-schema.js'
 import { installRequestLogging, loggerOptions } from './logger.js'
-import { bufferedBodyReader } from './request-body.js'
+import { bufferedBodyReader, closeIfBodyPending } from './request-body.js'
 
 export interface HttpAppOptions {
   name: string
@@ -20,7 +20,7 @@ export interface HttpAppOptions {
   trustProxy?: boolean | string
   /** Header, request and keep-alive timeouts; default DEFAULT_LISTENER_TIMEOUTS (10 s, 30 s, 5 s). */
   timeouts?: ListenerTimeouts
-  /** What JSON bodies in flight may hold, shared with other apps when given; default a budget of its own, 32 MiB. */
+  /** What JSON bodies in flight may hold, shared with other apps when given; default a budget of its own, 16 MiB. */
   bodyBudget?: BodyBudget
 }
 
@@ -61,11 +61,12 @@ export function createHttpApp (options: HttpAppOptions) {
   // Fastify parses text/plain by default; every Portier body is JSON, so anything else is a 415.
   app.removeContentTypeParser('text/plain')
   // Fastify's own JSON parser, fed by a reader that holds bodies within the budget.
-  const readBody = bufferedBodyReader(app as unknown as FastifyInstance, options.bodyBudget ?? createBodyBudget(DEFAULT_BUFFERED_BODIES_MAX_BYTES))
+  const readBody = bufferedBodyReader(app as unknown as FastifyInstance)
+  const budget = options.bodyBudget ?? createBodyBudget(DEFAULT_BUFFERED_BODIES_MAX_BYTES)
   const parseJson = app.getDefaultJsonParser('error', 'error')
   app.removeContentTypeParser('application/json')
   app.addContentTypeParser('application/json', async (request: FastifyRequest, payload: IncomingMessage) => {
-    const body = await readBody(request, payload, request.routeOptions.bodyLimit)
+    const body = await readBody(request, payload, request.routeOptions.bodyLimit, budget)
     return await new Promise((resolve, reject) => {
       parseJson(request, body.toString('utf8'), (error, value) => { if (error !== null) reject(error); else resolve(value) })
     })
@@ -83,6 +84,7 @@ export function createHttpApp (options: HttpAppOptions) {
   app.addHook('onSend', (request, reply, _payload, done) => {
     reply.header('x-request-id', request.id)
     if (closing) reply.header('connection', 'close')
+    closeIfBodyPending(request as unknown as FastifyRequest, reply as unknown as FastifyReply)
     done()
   })
   // A request that arrives while draining (on a connection already open) does no work: the client retries elsewhere.

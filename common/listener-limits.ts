@@ -22,8 +22,13 @@ export interface ListenerTimeouts {
 export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000
 export const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 5_000
-/** Request bodies held in memory at once, per listener (identity's two share one), before new ones are refused. */
-export const DEFAULT_BUFFERED_BODIES_MAX_BYTES = 32 * 1024 * 1024
+/**
+ * Request body bytes held in memory at once, per service (identity's two listeners share
+ * one), before new ones are refused. A body's bytes were read from its socket into
+ * buffers of their own, garbage once copied until the collector runs, so the memory
+ * bodies cost can reach about twice this: 16 MiB keeps it well under 64 MiB.
+ */
+export const DEFAULT_BUFFERED_BODIES_MAX_BYTES = 16 * 1024 * 1024
 
 export const DEFAULT_LISTENER_TIMEOUTS: Readonly<ListenerTimeouts> = Object.freeze({
   headersMs: DEFAULT_HEADERS_TIMEOUT_MS,
@@ -64,7 +69,7 @@ export function listenerEnvProperties<P extends string> (prefix: P, listeners: s
     HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: MAX_TIMEOUT_MS, default: DEFAULT_HEADERS_TIMEOUT_MS, description: `Longest time a client may take to send a request's headers to ${listeners} (408, connection closed).` }),
     REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: MAX_TIMEOUT_MS, default: DEFAULT_REQUEST_TIMEOUT_MS, description: `Longest time a client may take to send a whole request, body included, to ${listeners} (408, connection closed); at least the headers timeout.` }),
     KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: MAX_TIMEOUT_MS, default: DEFAULT_KEEP_ALIVE_TIMEOUT_MS, description: `How long an idle keep-alive connection to ${listeners} is kept open.` }),
-    BUFFERED_BODIES_MAX_BYTES: Type.Integer({ minimum: 65_536, default: DEFAULT_BUFFERED_BODIES_MAX_BYTES, description: `Request body bytes ${listeners} hold in memory across all requests in flight; a body beyond it is refused with 503 (32 MiB).` })
+    BUFFERED_BODIES_MAX_BYTES: Type.Integer({ minimum: 65_536, default: DEFAULT_BUFFERED_BODIES_MAX_BYTES, description: `Request body bytes ${listeners} hold in memory across all requests in flight; a body beyond it is refused with 503 (16 MiB).` })
   }
   return Object.fromEntries(ENV_SUFFIXES.map((suffix) => [`${prefix}_${suffix}`, properties[suffix]])) as Record<ListenerEnvName<P>, TInteger>
 }

@@ -41,7 +41,7 @@ export const GatewayOptionsSchema = Type.Object({
   /** Largest request body of identity's routes (login, refresh, logout), which take no credential at the gateway. */
   identityBodyLimitBytes: Type.Optional(Type.Integer({ minimum: 1_024, maximum: 1_048_576, default: 8_192 })),
   /** Request body bytes held at once across every request in flight; beyond, 503 `bodies_at_capacity`. */
-  bufferedBodiesMaxBytes: Type.Optional(Type.Integer({ minimum: 65_536, default: 33_554_432 })),
+  bufferedBodiesMaxBytes: Type.Optional(Type.Integer({ minimum: 65_536, default: 16_777_216 })),
   maxInflectionDepth: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, default: 512 })),
   maxInflectedResponseBytes: Type.Optional(Type.Integer({ minimum: 1_024, default: 16_777_216 })),
   /** Most object members an inflected request body may have (400 `body_too_wide`). */

@@ -39,7 +39,7 @@ export interface UpstreamMockOptions {
   logStream?: NodeJS.WritableStream
   /** Header, request and keep-alive timeouts of its listener (default DEFAULT_LISTENER_TIMEOUTS). */
   timeouts?: ListenerTimeouts
-  /** Request body bytes held at once across requests in flight (default 32 MiB). */
+  /** Request body bytes held at once across requests in flight (default 16 MiB). */
   bufferedBodiesMaxBytes?: number
 }
 

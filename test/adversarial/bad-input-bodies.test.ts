@@ -212,7 +212,7 @@ t.test('bad request bodies', async (t) => {
     ])
 
     await t.test('under a 32 MiB gateway limit, 1 000 000 members are inflected and forwarded, and the upstream\'s own limit answers', async (t) => {
-      const wide = await corpus.addGateway({ bodyLimitBytes: 32 * BODY_LIMIT, maxInflectedRequestMembers: 2_000_000 })
+      const wide = await corpus.addGateway({ bodyLimitBytes: 32 * BODY_LIMIT, bufferedBodiesMaxBytes: 64 * BODY_LIMIT, maxInflectedRequestMembers: 2_000_000 })
       t.ok(Buffer.byteLength(million) < 32 * BODY_LIMIT, `the body (${Buffer.byteLength(million)} bytes) fits the raised limit`)
       await runCorpus(t, corpus, [
         createTask('1 000 000 members, inflected', million, [413, 'body_too_large', 'backoffice'], [JSON_TYPE, CAMEL]),
