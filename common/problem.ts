@@ -73,10 +73,14 @@ export const CommonProblems = {
   emptyBody: defineProblem('empty_body', 400, 'Empty request body', 'A JSON body is required.'),
   notFound: defineProblem('not_found', 404, 'Not found', 'No route matches %s %s.'),
   notAcceptable: defineProblem('not_acceptable', 406, 'Not acceptable', 'This API answers application/json only.'),
+  requestTimeout: defineProblem('request_timeout', 408, 'Request timeout',
+    'The request was not received in full within the time allowed; the connection is closed.'),
   bodyTooLarge: defineProblem('body_too_large', 413, 'Request body too large', 'The request body exceeds %s bytes.'),
   unsupportedMediaType: defineProblem('unsupported_media_type', 415, 'Unsupported media type', 'Send the body as application/json.'),
   internal: defineProblem('internal_error', 500, 'Internal server error', 'An unexpected error occurred; it has been logged.'),
-  serviceUnavailable: defineProblem('service_unavailable', 503, 'Service unavailable', 'The service is shutting down or not ready.')
+  serviceUnavailable: defineProblem('service_unavailable', 503, 'Service unavailable', 'The service is shutting down or not ready.'),
+  bodiesAtCapacity: defineProblem('bodies_at_capacity', 503, 'Request bodies at capacity',
+    'The server holds as many request bodies as it can right now; retry shortly.', { 'retry-after': '1' })
 } as const
 
 /**
@@ -148,16 +152,22 @@ function genericClientProblem (status: number): PortierProblem {
  * route sees them (CR, LF or NUL in a header, headers over the size limit, conflicting
  * Content-Length and Transfer-Encoding, a malformed request line). Fastify's default
  * answers those with plain JSON; they get the same `http_<status>` problem as any
- * other framework client error, then the connection is closed as Node does.
+ * other framework client error, then the connection is closed as Node does. A request
+ * whose headers or body did not arrive within the listener's timeouts
+ * (common/listener-limits.ts) comes here too, as `408 request_timeout`.
  */
 export function answerClientError (error: Error & { code?: string }, socket: Duplex): void {
   // A reset connection has nobody left to answer.
   if (error.code === 'ECONNRESET' || socket.destroyed) return
-  const status = error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+  const timedOut = error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+  const status = timedOut
     ? 408
     : error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW' ? 413 : 400
-  const body = JSON.stringify(problemBody(genericClientProblem(status)))
-  if (socket.writable) {
+  const problem = timedOut ? CommonProblems.requestTimeout() : genericClientProblem(status)
+  const body = JSON.stringify(problemBody(problem))
+  // As Node does: an answer already begun on this socket must not be followed by another head.
+  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage
+  if (socket.writable && inFlight?.headersSent !== true) {
     socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-type: ${PROBLEM_CONTENT_TYPE}\r\n` +
       `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`)
   }

@@ -110,7 +110,9 @@ async function main (): Promise<void> {
   const events = redis === undefined ? createMemoryEventBus() : undefined
   const shared = events !== undefined ? { events } : {}
 
-  const upstreamMock = await buildUpstreamMock({ users: mockConfig.users, seed: mockConfig.seed, logLevel: mockConfig.logLevel })
+  const upstreamMock = await buildUpstreamMock({
+    users: mockConfig.users, seed: mockConfig.seed, logLevel: mockConfig.logLevel, timeouts: mockConfig.timeouts, bufferedBodiesMaxBytes: mockConfig.bufferedBodiesMaxBytes
+  })
   // Building identity may refuse too: stored signing keys the configured secret cannot open.
   const identity = await exitOnConfigError(async () => {
     try {

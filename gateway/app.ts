@@ -23,7 +23,8 @@ export async function buildGatewayServer (config: GatewayServerConfig, options: 
     logLevel: config.logLevel,
     ...(logStream !== undefined ? { logStream } : {}),
     bodyLimitBytes: config.plugin.bodyLimitBytes ?? 1_048_576,
-    trustProxy: config.trustProxy
+    trustProxy: config.trustProxy,
+    ...(config.timeouts !== undefined ? { timeouts: config.timeouts } : {})
   })
   await app.register(portierGateway, { documentationRoutes: true, ...config.plugin, ...deps })
   return app
@@ -36,13 +37,14 @@ export async function buildGatewayServer (config: GatewayServerConfig, options: 
  * like the main one (same timeouts, problem+json answers, one log line per request);
  * nothing else is served there, and nothing of the traffic is.
  */
-export async function buildMetricsServer (config: Pick<GatewayServerConfig, 'logLevel'>, runtime: Pick<GatewayRuntime, 'metrics'>,
-  options: Pick<GatewayServerOptions, 'logStream'> = {}) {
+export async function buildMetricsServer (config: Pick<GatewayServerConfig, 'logLevel'> & Partial<Pick<GatewayServerConfig, 'timeouts'>>,
+  runtime: Pick<GatewayRuntime, 'metrics'>, options: Pick<GatewayServerOptions, 'logStream'> = {}) {
   const app = createHttpApp({
     name: 'gateway-metrics',
     logLevel: config.logLevel,
     ...(options.logStream !== undefined ? { logStream: options.logStream } : {}),
-    bodyLimitBytes: METRICS_BODY_LIMIT_BYTES
+    bodyLimitBytes: METRICS_BODY_LIMIT_BYTES,
+    ...(config.timeouts !== undefined ? { timeouts: config.timeouts } : {})
   })
   await app.register(metricsRoute, { metrics: runtime.metrics })
   return app

@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox'
 import { B64TOKEN_PATTERN } from '../common/bearer.js'
 import { ConfigError, validateConfig } from '../common/config.js'
+import { listenerEnvProperties, listenerLimitsFromEnv, type ListenerTimeouts } from '../common/listener-limits.js'
 import { parseRedisTarget, redisEnvProperties } from '../common/redis-config.js'
 import { metricsOptionProblems, type GatewayOptionsInput } from './options.js'
 
@@ -38,10 +39,14 @@ export const GatewayEnvSchema = Type.Object({
   GATEWAY_TOKEN_CACHE_MAX_ENTRIES: Type.Integer({ minimum: 1, default: 10_000, description: 'Verified access tokens remembered until they expire (LRU).' }),
   GATEWAY_JWKS_COOLDOWN_SECONDS: Type.Number({ minimum: 0, maximum: 3_600, default: 30, description: 'Least time between JWKS fetches caused by unknown `kid`s.' }),
   GATEWAY_REVOCATION_SYNC_SECONDS: Type.Number({ exclusiveMinimum: 0, maximum: 3_600, default: 30, description: 'How often revoked sessions are re-read from Redis and identity (a net under lost events).' }),
-  GATEWAY_BODY_LIMIT_BYTES: Type.Integer({ minimum: 1_024, default: 1_048_576, description: 'Largest accepted request body (1 MiB).' }),
+  GATEWAY_BODY_LIMIT_BYTES: Type.Integer({ minimum: 1_024, default: 1_048_576, description: 'Largest accepted request body of an upstream route (1 MiB); an upstream may set its own.' }),
+  GATEWAY_IDENTITY_BODY_LIMIT_BYTES: Type.Integer({ minimum: 1_024, maximum: 1_048_576, default: 8_192, description: 'Largest accepted request body of identity\'s routes (login, refresh, logout), which take no credential (8 KiB).' }),
+  ...listenerEnvProperties('GATEWAY', 'the gateway'),
   GATEWAY_MAX_INFLECTION_DEPTH: Type.Integer({ minimum: 1, maximum: 10_000, default: 512, description: 'Deepest JSON nesting the gateway inflects.' }),
   GATEWAY_MAX_INFLECTED_RESPONSE_BYTES: Type.Integer({ minimum: 1_024, default: 16_777_216, description: 'Largest upstream JSON body the gateway inflects (16 MiB); larger is a 502.' }),
   GATEWAY_ALLOWED_UNUSUAL_HEADERS: Type.Optional(Type.String({ description: 'Request header names with a character other than letters, digits and `-` (e.g. `x_legacy_id`) to forward anyway: a comma list of exact names. Unset: every such header is dropped.' })),
+  GATEWAY_MAX_INFLECTED_REQUEST_MEMBERS: Type.Integer({ minimum: 1, default: 10_000, description: 'Most object members (all depths) of a request body the gateway inflects; more is a 400.' }),
+  GATEWAY_MAX_INFLECTED_RESPONSE_MEMBERS: Type.Integer({ minimum: 1, default: 1_000_000, description: 'Most object members (all depths) of an upstream JSON body the gateway inflects; more is a 502.' }),
   GATEWAY_TRUST_PROXY: Type.String({ default: 'false', description: 'Whose X-Forwarded-* to trust (load balancers in front): false, true, or a comma list of IPs/CIDRs.' }),
   GATEWAY_SHUTDOWN_GRACE_SECONDS: Type.Number({ minimum: 0, maximum: 300, default: 10, description: 'On SIGTERM, how long in-flight requests get to finish.' }),
   LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, { default: 'info', description: 'pino log level.' })
@@ -57,6 +62,8 @@ export interface GatewayServerConfig {
   trustProxy: boolean | string
   shutdownGraceMs: number
   logLevel: string
+  /** The listener's header, request and keep-alive timeouts; default DEFAULT_LISTENER_TIMEOUTS. */
+  timeouts?: ListenerTimeouts
   plugin: GatewayOptionsInput
 }
 
@@ -65,8 +72,10 @@ export function loadGatewayConfig (env: Record<string, string | undefined> = pro
   const e = validateConfig<GatewayEnv>(GatewayEnvSchema, env, 'gateway environment')
   const redis = parseRedisTarget({ url: e.REDIS_URL, clusterNodes: e.REDIS_CLUSTER_NODES })
   const metrics = { metricsRoute: e.GATEWAY_METRICS_ON_MAIN_LISTENER, ...(e.GATEWAY_METRICS_TOKEN !== undefined ? { metricsToken: e.GATEWAY_METRICS_TOKEN } : {}) }
+  const listeners = listenerLimitsFromEnv('GATEWAY', e)
   const problems = [
     ...redis.problems,
+    ...listeners.problems,
     ...metricsOptionProblems(metrics, { route: 'GATEWAY_METRICS_ON_MAIN_LISTENER', token: 'GATEWAY_METRICS_TOKEN' })
   ]
   if (problems.length > 0) throw new ConfigError('gateway environment', problems)
@@ -77,6 +86,7 @@ export function loadGatewayConfig (env: Record<string, string | undefined> = pro
     trustProxy: e.GATEWAY_TRUST_PROXY === 'true' ? true : e.GATEWAY_TRUST_PROXY === 'false' ? false : e.GATEWAY_TRUST_PROXY,
     shutdownGraceMs: e.GATEWAY_SHUTDOWN_GRACE_SECONDS * 1000,
     logLevel: e.LOG_LEVEL,
+    timeouts: listeners.timeouts,
     plugin: {
       upstreamsFile: e.GATEWAY_UPSTREAMS_FILE,
       watchUpstreamsFile: e.GATEWAY_WATCH_UPSTREAMS,
@@ -101,8 +111,12 @@ export function loadGatewayConfig (env: Record<string, string | undefined> = pro
       jwksCooldownSeconds: e.GATEWAY_JWKS_COOLDOWN_SECONDS,
       revocationSyncSeconds: e.GATEWAY_REVOCATION_SYNC_SECONDS,
       bodyLimitBytes: e.GATEWAY_BODY_LIMIT_BYTES,
+      identityBodyLimitBytes: e.GATEWAY_IDENTITY_BODY_LIMIT_BYTES,
+      bufferedBodiesMaxBytes: listeners.bufferedBodiesMaxBytes,
       maxInflectionDepth: e.GATEWAY_MAX_INFLECTION_DEPTH,
       maxInflectedResponseBytes: e.GATEWAY_MAX_INFLECTED_RESPONSE_BYTES,
+      maxInflectedRequestMembers: e.GATEWAY_MAX_INFLECTED_REQUEST_MEMBERS,
+      maxInflectedResponseMembers: e.GATEWAY_MAX_INFLECTED_RESPONSE_MEMBERS,
       ...(e.GATEWAY_ALLOWED_UNUSUAL_HEADERS !== undefined
         ? { allowedUnusualHeaders: e.GATEWAY_ALLOWED_UNUSUAL_HEADERS.split(',').map((name) => name.trim()).filter((name) => name !== '') }
         : {}),

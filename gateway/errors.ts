@@ -26,6 +26,8 @@ export const GatewayProblems = {
     'No permission is declared for %s %s, so the gateway denies it.'),
   bodyTooDeep: defineProblem('body_too_deep', 400, 'JSON body nested too deeply',
     'The JSON body is nested deeper than %s levels and cannot be inflected.'),
+  bodyTooWide: defineProblem('body_too_wide', 400, 'JSON body has too many members',
+    'The JSON body has more than %s object members and cannot be inflected.'),
   identityUnavailable: defineProblem('identity_unavailable', 503, 'Identity unavailable',
     'The API key cannot be verified right now; retry later.', { 'retry-after': '5' }),
   upstreamUnavailable: defineProblem('upstream_unavailable', 502, 'Upstream unavailable', 'The upstream service %s did not answer.'),

@@ -37,7 +37,12 @@ export const GatewayOptionsSchema = Type.Object({
   tokenCacheMaxEntries: Type.Optional(Type.Integer({ minimum: 1, default: 10_000 })),
   jwksCooldownSeconds: Type.Optional(Type.Number({ minimum: 0, maximum: 3_600, default: 30 })),
   revocationSyncSeconds: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 3_600, default: 30 })),
+  /** Largest request body of an upstream route (an upstream may set its own in the upstreams file). */
   bodyLimitBytes: Type.Optional(Type.Integer({ minimum: 1_024, default: 1_048_576 })),
+  /** Largest request body of identity's routes (login, refresh, logout), which take no credential at the gateway. */
+  identityBodyLimitBytes: Type.Optional(Type.Integer({ minimum: 1_024, maximum: 1_048_576, default: 8_192 })),
+  /** Request body bytes held at once across every request in flight; beyond, 503 `bodies_at_capacity`. */
+  bufferedBodiesMaxBytes: Type.Optional(Type.Integer({ minimum: 65_536, default: 16_777_216 })),
   maxInflectionDepth: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, default: 512 })),
   maxInflectedResponseBytes: Type.Optional(Type.Integer({ minimum: 1_024, default: 16_777_216 })),
   /**
@@ -46,6 +51,10 @@ export const GatewayOptionsSchema = Type.Object({
    * dropped, since CGI-style servers read `x_portier_principal` as `x-portier-principal`.
    */
   allowedUnusualHeaders: Type.Optional(Type.Array(Type.String({ pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$" }), { default: [] })),
+  /** Most object members an inflected request body may have (400 `body_too_wide`). */
+  maxInflectedRequestMembers: Type.Optional(Type.Integer({ minimum: 1, default: 10_000 })),
+  /** Most object members of an upstream body the gateway inflects (502 `upstream_body_not_inflectable`). */
+  maxInflectedResponseMembers: Type.Optional(Type.Integer({ minimum: 1, default: 1_000_000 })),
   /** Serve /healthz and /readyz from the plugin (turn off if the host has its own). */
   observabilityRoutes: Type.Optional(Type.Boolean({ default: true })),
   /**

@@ -1,9 +1,12 @@
 import { isUtf8 } from 'node:buffer'
+import type { IncomingMessage } from 'node:http'
 import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify'
+import { createBodyBudget, type BodyBudget } from '../common/body-budget.js'
 import { ConfigError, validateConfig } from '../common/config.js'
 import { installAcceptCheck } from '../common/accept.js'
 import { CommonProblems, sendProblem, toProblem } from '../common/problem.js'
+import { bufferedBodyReader, closeIfBodyPending } from '../common/request-body.js'
 import { documentationRoutes } from './docs/routes.js'
 import { observabilityRoutes } from './observability/routes.js'
 import { metricsRoute } from './observability/metrics-route.js'
@@ -25,6 +28,9 @@ declare module 'fastify' {
     portierGate: GateDecision | null
   }
 }
+
+/** Identity's routes get this fraction (1/n) of the body budget. */
+const ANONYMOUS_BUDGET_SHARE = 8
 
 /** Standard RFC 9457 members keep their names whatever the inflection; extension members follow it. */
 const PROBLEM_MEMBERS = new Set(['type', 'title', 'status', 'detail', 'code'])
@@ -52,14 +58,32 @@ function resolveOptions (options: GatewayOptionsInput): ResolvedGatewayOptions {
 }
 
 /**
- * Why a JSON body is refused before it is forwarded, or null. The gateway reads bodies
- * as they come and does not decode content codings, so a compressed body (or one that
- * only claims to be) would be forwarded unread and decoded by the upstream alone. JSON
- * is UTF-8 (RFC 8259 §8.1): other bytes would reach the upstream as U+FFFD.
+ * Why a JSON body is refused before it is read: the gateway does not decode content
+ * codings, so a compressed body (or one that only claims to be) would be forwarded
+ * unread and decoded by the upstream alone.
  */
-function refusedBody (contentEncoding: string | undefined, body: Buffer): Error | null {
-  if (contentEncoding !== undefined && contentEncoding.trim().toLowerCase() !== 'identity') return CommonProblems.unsupportedMediaType()
-  return isUtf8(body) ? null : CommonProblems.malformedJson()
+function refusedEncoding (contentEncoding: string | undefined): Error | null {
+  return contentEncoding !== undefined && contentEncoding.trim().toLowerCase() !== 'identity' ? CommonProblems.unsupportedMediaType() : null
+}
+
+/**
+ * The gateway's body budget, split: an eighth for identity's routes, which take no
+ * credential, the rest for upstream routes. So clients with credentials sending large
+ * bodies cannot crowd out logins, and anonymous clients cannot crowd out the upstreams.
+ */
+function createBodyBudgets (totalBytes: number): { anonymous: BodyBudget, authenticated: BodyBudget } {
+  const anonymousBytes = Math.floor(totalBytes / ANONYMOUS_BUDGET_SHARE)
+  return { anonymous: createBodyBudget(anonymousBytes), authenticated: createBodyBudget(totalBytes - anonymousBytes) }
+}
+
+/**
+ * The largest body a route takes: identity's routes take no credential here, so an
+ * anonymous client gets the few KiB login, refresh and logout need; upstream routes
+ * take their upstream's limit, or the gateway's.
+ */
+function bodyLimitOf (decision: GateDecision, options: ResolvedGatewayOptions): number {
+  if (decision.route.auth === 'none') return options.identityBodyLimitBytes
+  return decision.route.upstream.bodyLimitBytes ?? options.bodyLimitBytes
 }
 
 /**
@@ -70,9 +94,19 @@ function refusedBody (contentEncoding: string | undefined, body: Buffer): Error 
  */
 async function trafficContext (app: FastifyInstance, { runtime, options }: { runtime: GatewayRuntime, options: ResolvedGatewayOptions }): Promise<void> {
   app.removeAllContentTypeParsers()
+  // Every body the gateway holds while it forwards it counts against a budget: many slow or stalled bodies cannot add up.
+  const readBody = bufferedBodyReader(app)
+  const budgets = createBodyBudgets(options.bufferedBodiesMaxBytes)
   for (const type of ['application/json', /^application\/[\w.+-]+\+json$/]) {
-    app.addContentTypeParser(type, { parseAs: 'buffer', bodyLimit: options.bodyLimitBytes }, (request, body, done) => {
-      done(refusedBody(request.headers['content-encoding'], body as Buffer), body)
+    app.addContentTypeParser(type, async (request: FastifyRequest, payload: IncomingMessage) => {
+      const refused = refusedEncoding(request.headers['content-encoding'])
+      if (refused !== null) throw refused
+      const decision = decisionOf(request)
+      const anonymous = decision.route.auth === 'none'
+      const body = await readBody(request, payload, bodyLimitOf(decision, options), anonymous ? budgets.anonymous : budgets.authenticated)
+      // JSON is UTF-8 (RFC 8259 §8.1): other bytes would reach the upstream as U+FFFD.
+      if (!isUtf8(body)) throw CommonProblems.malformedJson()
+      return body
     })
   }
 
@@ -104,6 +138,8 @@ async function trafficContext (app: FastifyInstance, { runtime, options }: { run
   app.addHook('onSend', async (request, reply, payload) => {
     // Every JSON answer past the gate, proxied or gateway-made, can be inflected: say so to caches.
     if (request.portierGate !== null && isJsonContentType(reply.getHeader('content-type'))) addVary(reply, 'x-api-inflection')
+    // Refused before its body was read (no credential, no permission): the rest of the body is not received for nothing.
+    closeIfBodyPending(request, reply)
     return payload
   })
 
@@ -120,6 +156,8 @@ async function trafficContext (app: FastifyInstance, { runtime, options }: { run
     metrics: runtime.metrics,
     maxInflectionDepth: options.maxInflectionDepth,
     maxInflectedResponseBytes: options.maxInflectedResponseBytes,
+    maxInflectedRequestMembers: options.maxInflectedRequestMembers,
+    maxInflectedResponseMembers: options.maxInflectedResponseMembers,
     connectTimeoutMs: runtime.connectTimeoutMs,
     allowedUnusualHeaders: options.allowedUnusualHeaders
   })

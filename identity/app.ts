@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify'
+import { createBodyBudget } from '../common/body-budget.js'
 import { createMemoryEventBus, createRedisEventBus, type EventBus } from '../common/event-bus.js'
 import { createHttpApp } from '../common/http-app.js'
 import { registerDocumentation } from '../common/openapi.js'
@@ -63,12 +64,15 @@ async function connectEvents (config: IdentityConfig, log: FastifyInstance['log'
 export async function buildIdentity (config: IdentityConfig, options: BuildIdentityOptions = {}): Promise<Identity> {
   const common = {
     logLevel: config.logLevel,
-    bodyLimitBytes: config.bodyLimitBytes,
     trustProxy: config.trustProxy,
+    timeouts: config.timeouts,
+    // One budget for both listeners: the process's memory is what it bounds.
+    bodyBudget: createBodyBudget(config.bufferedBodiesMaxBytes),
     ...(options.logStream !== undefined ? { logStream: options.logStream } : {})
   }
-  const publicApp = createHttpApp({ ...common, name: 'identity' })
-  const adminApp = createHttpApp({ ...common, name: 'identity-admin' })
+  // Login, refresh and logout bodies are a few hundred bytes: an anonymous client gets no more room than that.
+  const publicApp = createHttpApp({ ...common, name: 'identity', bodyLimitBytes: config.publicBodyLimitBytes })
+  const adminApp = createHttpApp({ ...common, name: 'identity-admin', bodyLimitBytes: config.bodyLimitBytes })
   // The public listener is what gateways forward to: say when their client addresses are ignored.
   warnOnUntrustedForwarding(publicApp as unknown as FastifyInstance, config.trustProxy)
   const trustWarning = trustEveryoneWarning(config.trustProxy)

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { ConfigError, validateConfig } from '../common/config.js'
+import { listenerEnvProperties, listenerLimitsFromEnv, type ListenerTimeouts } from '../common/listener-limits.js'
 import { parseRedisTarget, redisEnvProperties, type RedisTarget } from '../common/redis-config.js'
 
 /**
@@ -33,7 +34,9 @@ export const IdentityEnvSchema = Type.Object({
   IDENTITY_LOGIN_THROTTLE_WINDOW_SECONDS: Type.Integer({ minimum: 1, default: 900, description: 'Length of the throttling window.' }),
   IDENTITY_API_KEY_MAX_LIFETIME_DAYS: Type.Integer({ minimum: 0, default: 0, description: 'Longest allowed key lifetime; keys without expiry get it. 0: no maximum.' }),
   IDENTITY_API_KEY_ROTATION_GRACE_SECONDS: Type.Integer({ minimum: 0, default: 86_400, description: 'Default time the old secret keeps working after a rotation (24 h).' }),
-  IDENTITY_BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 1_048_576, description: 'Largest accepted request body (1 MiB).' }),
+  IDENTITY_BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 1_048_576, description: 'Largest accepted request body on the admin/internal listener (1 MiB).' }),
+  IDENTITY_PUBLIC_BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, maximum: 1_048_576, default: 8_192, description: 'Largest accepted request body on the public listener: login, refresh and logout need a few hundred bytes (8 KiB).' }),
+  ...listenerEnvProperties('IDENTITY', "identity's two listeners"),
   IDENTITY_TRUST_PROXY: Type.String({ default: 'false', description: 'Whose X-Forwarded-For to trust for client IPs: false, true, or a comma list of IPs/CIDRs (e.g. the gateways).' }),
   LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, { default: 'info', description: 'pino log level.' })
 }, { additionalProperties: true })
@@ -80,7 +83,14 @@ export interface IdentityCoreConfig {
   loginThrottle: { enabled: boolean, maxFailuresPerEmail: number, maxFailuresPerIp: number, windowSeconds: number }
   apiKeyMaxLifetimeDays: number
   apiKeyRotationGraceSeconds: number
+  /** Body limit of the admin/internal listener. */
   bodyLimitBytes: number
+  /** Body limit of the public listener (login, refresh, logout). */
+  publicBodyLimitBytes: number
+  /** Both listeners' header, request and keep-alive timeouts. */
+  timeouts: ListenerTimeouts
+  /** Body bytes both listeners may hold at once, together. */
+  bufferedBodiesMaxBytes: number
   trustProxy: boolean | string
   logLevel: string
 }
@@ -107,6 +117,8 @@ function coreConfig (e: IdentityCliEnv): IdentityCoreConfig {
   }
   const redis = parseRedisTarget({ url: e.REDIS_URL, clusterNodes: e.REDIS_CLUSTER_NODES })
   problems.push(...redis.problems)
+  const listeners = listenerLimitsFromEnv('IDENTITY', e)
+  problems.push(...listeners.problems)
   if (problems.length > 0) throw new ConfigError('identity environment', problems)
   return {
     host: e.IDENTITY_HOST,
@@ -138,6 +150,9 @@ function coreConfig (e: IdentityCliEnv): IdentityCoreConfig {
     apiKeyMaxLifetimeDays: e.IDENTITY_API_KEY_MAX_LIFETIME_DAYS,
     apiKeyRotationGraceSeconds: e.IDENTITY_API_KEY_ROTATION_GRACE_SECONDS,
     bodyLimitBytes: e.IDENTITY_BODY_LIMIT_BYTES,
+    publicBodyLimitBytes: e.IDENTITY_PUBLIC_BODY_LIMIT_BYTES,
+    timeouts: listeners.timeouts,
+    bufferedBodiesMaxBytes: listeners.bufferedBodiesMaxBytes,
     trustProxy: parseTrustProxy(e.IDENTITY_TRUST_PROXY),
     logLevel: e.LOG_LEVEL
   }

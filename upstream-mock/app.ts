@@ -1,5 +1,7 @@
 import type { FastifyInstance } from 'fastify'
+import { createBodyBudget } from '../common/body-budget.js'
 import { validateConfig } from '../common/config.js'
+import type { ListenerTimeouts } from '../common/listener-limits.js'
 import { createHttpApp } from '../common/http-app.js'
 import { registerDocumentation, type DocumentationOptions } from '../common/openapi.js'
 import { UpstreamMockOptionsSchema, type ValidUpstreamMockOptions } from './config.js'
@@ -35,6 +37,10 @@ export interface UpstreamMockOptions {
   logLevel?: string
   /** Log destination (tests read it); stdout by default. */
   logStream?: NodeJS.WritableStream
+  /** Header, request and keep-alive timeouts of its listener (default DEFAULT_LISTENER_TIMEOUTS). */
+  timeouts?: ListenerTimeouts
+  /** Request body bytes held at once across requests in flight (default 16 MiB). */
+  bufferedBodiesMaxBytes?: number
 }
 
 /**
@@ -50,7 +56,9 @@ export async function buildUpstreamMock (options: UpstreamMockOptions = {}): Pro
     name: 'upstream-mock',
     logLevel,
     bodyLimitBytes: BODY_LIMIT_BYTES,
-    ...(options.logStream !== undefined ? { logStream: options.logStream } : {})
+    ...(options.logStream !== undefined ? { logStream: options.logStream } : {}),
+    ...(options.timeouts !== undefined ? { timeouts: options.timeouts } : {}),
+    ...(options.bufferedBodiesMaxBytes !== undefined ? { bodyBudget: createBodyBudget(options.bufferedBodiesMaxBytes) } : {})
   })
   installPrincipalEcho(app as unknown as FastifyInstance)
   installGzipResponses(app as unknown as FastifyInstance)

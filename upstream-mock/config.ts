@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox'
-import { validateConfig } from '../common/config.js'
+import { ConfigError, validateConfig } from '../common/config.js'
+import { listenerEnvProperties, listenerLimitsFromEnv, type ListenerTimeouts } from '../common/listener-limits.js'
 
 /** Smallest and largest data set: 10 keeps every page shape testable, 100 000 is a benchmark. */
 export const MIN_USERS = 10
@@ -18,6 +19,7 @@ export const UpstreamMockEnvSchema = Type.Object({
   UPSTREAM_MOCK_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 4000, description: 'Port to listen on.' }),
   UPSTREAM_MOCK_USERS: Users('Seeded users (tasks: 2×, meetings: ½×, at least 1).'),
   UPSTREAM_MOCK_SEED: Seed('PRNG seed of the generated data (same seed and size: byte-identical bodies).'),
+  ...listenerEnvProperties('UPSTREAM_MOCK', 'the mock'),
   LOG_LEVEL: LogLevel
 }, { additionalProperties: true })
 
@@ -37,6 +39,8 @@ export interface UpstreamMockConfig {
   port: number
   users: number
   seed: number
+  timeouts: ListenerTimeouts
+  bufferedBodiesMaxBytes: number
   logLevel: string
 }
 
@@ -44,11 +48,15 @@ export interface UpstreamMockConfig {
 export function loadUpstreamMockConfig (env: Record<string, string | undefined> = process.env,
   overrides: { users?: number } = {}): Readonly<UpstreamMockConfig> {
   const e = validateConfig<UpstreamMockEnv>(UpstreamMockEnvSchema, env, 'upstream-mock environment')
+  const listeners = listenerLimitsFromEnv('UPSTREAM_MOCK', e)
+  if (listeners.problems.length > 0) throw new ConfigError('upstream-mock environment', listeners.problems)
   return Object.freeze({
     host: e.UPSTREAM_MOCK_HOST,
     port: e.UPSTREAM_MOCK_PORT,
     users: overrides.users ?? e.UPSTREAM_MOCK_USERS,
     seed: e.UPSTREAM_MOCK_SEED,
+    timeouts: listeners.timeouts,
+    bufferedBodiesMaxBytes: listeners.bufferedBodiesMaxBytes,
     logLevel: e.LOG_LEVEL
   })
 }

@@ -8,7 +8,8 @@ export { convertKey, splitKey } from './convert-key.js'
 export type { KeyWords } from './convert-key.js'
 export { DEFAULT_MEMO_MAX_ENTRIES, MEMO_MAX_KEY_LENGTH, createKeyConverter, keyConverter } from './key-converter.js'
 export type { KeyConverter, KeyConverterOptions } from './key-converter.js'
-export { DEFAULT_MAX_DEPTH, InflectionDepthError, inflectKeys, inflectOwnedKeys } from './transform.js'
+export { countMembers } from './count-members.js'
+export { DEFAULT_MAX_DEPTH, InflectionDepthError, InflectionMembersError, inflectKeys, inflectOwnedKeys } from './transform.js'
 export type { InflectOptions } from './transform.js'
 
 /**

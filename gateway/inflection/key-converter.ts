@@ -1,7 +1,7 @@
 import { convertKey } from './convert-key.js'
 import type { KeyCase } from './styles.js'
 
-/** Entries a converter remembers before it forgets them all and starts again. */
+/** Entries a converter remembers; once full, it keeps them and converts new keys without remembering them. */
 export const DEFAULT_MEMO_MAX_ENTRIES = 10_000
 /**
  * Longer keys are converted every time instead of being remembered: real APIs repeat
@@ -25,9 +25,10 @@ export interface KeyConverter {
 /**
  * A converter for one style with a bounded memo. A list of 1 000 records repeats the
  * same few dozen keys, so after the first record every conversion is one Map lookup.
- * When the memo is full it is cleared rather than evicted entry by entry: simpler and
- * cheaper than LRU bookkeeping on the hot path, and a working set that fits refills it
- * within one body.
+ * When the memo is full it keeps what it has and stops adding: the keys real traffic
+ * repeats are in it by then, and a body of thousands of distinct names (a client's, or
+ * a hostile one) can neither evict them nor make every conversion pay for refilling a
+ * memo it keeps emptying. No LRU bookkeeping on the hot path.
  */
 export function createKeyConverter (style: KeyCase, options: KeyConverterOptions = {}): KeyConverter {
   const maxEntries = options.maxEntries ?? DEFAULT_MEMO_MAX_ENTRIES
@@ -39,10 +40,7 @@ export function createKeyConverter (style: KeyCase, options: KeyConverterOptions
     const known = memo.get(key)
     if (known !== undefined) return known
     const converted = convertKey(key, style)
-    if (key.length <= MEMO_MAX_KEY_LENGTH) {
-      if (memo.size >= maxEntries) memo.clear()
-      memo.set(key, converted)
-    }
+    if (key.length <= MEMO_MAX_KEY_LENGTH && memo.size < maxEntries) memo.set(key, converted)
     return converted
   }
   return Object.defineProperties(convert, {

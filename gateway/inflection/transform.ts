@@ -15,9 +15,46 @@ export class InflectionDepthError extends Error {
   }
 }
 
+/**
+ * The body has more object members than the transformer will convert. Each member is
+ * a conversion (and, for distinct names, a new hidden class or dictionary entry), so an
+ * uncapped body of a million distinct names holds the event loop for seconds.
+ */
+export class InflectionMembersError extends Error {
+  readonly code = 'inflection_members_exceeded'
+  readonly maxMembers: number
+  constructor (maxMembers: number) {
+    super(`JSON body has more than ${maxMembers} object members`)
+    this.name = 'InflectionMembersError'
+    this.maxMembers = maxMembers
+  }
+}
+
 export interface InflectOptions {
   /** Deepest nesting of objects and arrays followed; default DEFAULT_MAX_DEPTH (512). */
   maxDepth?: number
+  /** Most object members converted, at all depths together; default unlimited. */
+  maxMembers?: number
+}
+
+/** What one walk may still do: its depth limit, and the members it may still convert. */
+interface Walk { maxDepth: number, maxMembers: number, membersLeft: number }
+
+function startWalk (options: InflectOptions): Walk {
+  const maxDepth = options.maxDepth ?? DEFAULT_MAX_DEPTH
+  if (!Number.isInteger(maxDepth) || maxDepth < 1) {
+    throw new RangeError(`maxDepth must be a positive integer, got ${String(maxDepth)}`)
+  }
+  const maxMembers = options.maxMembers ?? Number.POSITIVE_INFINITY
+  if (maxMembers !== Number.POSITIVE_INFINITY && (!Number.isInteger(maxMembers) || maxMembers < 1)) {
+    throw new RangeError(`maxMembers must be a positive integer, got ${String(maxMembers)}`)
+  }
+  return { maxDepth, maxMembers, membersLeft: maxMembers }
+}
+
+/** Counts one member against the walk's allowance; throws once it is spent. */
+function countMember (walk: Walk): void {
+  if (--walk.membersLeft < 0) throw new InflectionMembersError(walk.maxMembers)
 }
 
 type Convert = (key: string) => string
@@ -34,20 +71,13 @@ type Convert = (key: string) => string
  *   changes. `constructor` and `prototype` are ordinary data members.
  * - When two keys convert to the same name (`first_name` and `firstName` → `firstName`),
  *   the value of the later key wins, at the position of the earlier one.
- * - Nesting deeper than `maxDepth` throws InflectionDepthError.
+ * - Nesting deeper than `maxDepth` throws InflectionDepthError; more than `maxMembers`
+ *   object members throws InflectionMembersError.
  */
 export function inflectKeys (value: unknown, convert: Convert, options: InflectOptions = {}): unknown {
-  const maxDepth = checkedMaxDepth(options)
+  const walk = startWalk(options)
   if (typeof value !== 'object' || value === null) return value
-  return inflectContainer(value, convert, 1, maxDepth)
-}
-
-function checkedMaxDepth (options: InflectOptions): number {
-  const maxDepth = options.maxDepth ?? DEFAULT_MAX_DEPTH
-  if (!Number.isInteger(maxDepth) || maxDepth < 1) {
-    throw new RangeError(`maxDepth must be a positive integer, got ${String(maxDepth)}`)
-  }
-  return maxDepth
+  return inflectContainer(value, convert, 1, walk)
 }
 
 // V8 compiles `for...in` guarded by hasOwnProperty.call into a walk of the object's enum
@@ -57,14 +87,14 @@ const hasOwnProperty = Object.prototype.hasOwnProperty
 
 // Primitives are tested inline by the callers: a call per string or number would cost
 // more than the conversion of the keys around it.
-function inflectContainer (value: object, convert: Convert, depth: number, maxDepth: number): unknown {
-  if (depth > maxDepth) throw new InflectionDepthError(maxDepth)
+function inflectContainer (value: object, convert: Convert, depth: number, walk: Walk): unknown {
+  if (depth > walk.maxDepth) throw new InflectionDepthError(walk.maxDepth)
   if (Array.isArray(value)) {
     const length = value.length
     const out = new Array<unknown>(length)
     for (let i = 0; i < length; i++) {
       const item: unknown = value[i]
-      out[i] = typeof item === 'object' && item !== null ? inflectContainer(item, convert, depth + 1, maxDepth) : item
+      out[i] = typeof item === 'object' && item !== null ? inflectContainer(item, convert, depth + 1, walk) : item
     }
     return out
   }
@@ -74,8 +104,9 @@ function inflectContainer (value: object, convert: Convert, depth: number, maxDe
   const out: Record<string, unknown> = {}
   for (const key in source) {
     if (!hasOwnProperty.call(source, key)) continue
+    countMember(walk)
     let member = source[key]
-    if (typeof member === 'object' && member !== null) member = inflectContainer(member, convert, depth + 1, maxDepth)
+    if (typeof member === 'object' && member !== null) member = inflectContainer(member, convert, depth + 1, walk)
     setMember(out, convert(key), member)
   }
   return out
@@ -104,19 +135,19 @@ function setMember (target: Record<string, unknown>, key: string, member: unknow
  * snake → snake (every key unchanged) paid for a full copy.
  */
 export function inflectOwnedKeys (value: unknown, convert: Convert, options: InflectOptions = {}): unknown {
-  const maxDepth = checkedMaxDepth(options)
+  const walk = startWalk(options)
   if (typeof value !== 'object' || value === null) return value
-  return inflectOwnedContainer(value, convert, 1, maxDepth)
+  return inflectOwnedContainer(value, convert, 1, walk)
 }
 
-function inflectOwnedContainer (value: object, convert: Convert, depth: number, maxDepth: number): unknown {
-  if (depth > maxDepth) throw new InflectionDepthError(maxDepth)
+function inflectOwnedContainer (value: object, convert: Convert, depth: number, walk: Walk): unknown {
+  if (depth > walk.maxDepth) throw new InflectionDepthError(walk.maxDepth)
   if (Array.isArray(value)) {
     const items = value as unknown[]
     const length = items.length
     for (let i = 0; i < length; i++) {
       const item = items[i]
-      if (typeof item === 'object' && item !== null) items[i] = inflectOwnedContainer(item, convert, depth + 1, maxDepth)
+      if (typeof item === 'object' && item !== null) items[i] = inflectOwnedContainer(item, convert, depth + 1, walk)
     }
     return items
   }
@@ -127,9 +158,10 @@ function inflectOwnedContainer (value: object, convert: Convert, depth: number, 
   let out: Record<string, unknown> | undefined
   for (const key in source) {
     if (!hasOwnProperty.call(source, key)) continue
+    countMember(walk)
     let member = source[key]
     if (typeof member === 'object' && member !== null) {
-      const inflected = inflectOwnedContainer(member, convert, depth + 1, maxDepth)
+      const inflected = inflectOwnedContainer(member, convert, depth + 1, walk)
       if (inflected !== member) {
         member = inflected
         if (out === undefined) setMember(source, key, member)

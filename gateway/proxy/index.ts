@@ -17,6 +17,8 @@ export interface ProxyOptions {
   metrics: GatewayMetrics
   maxInflectionDepth: number
   maxInflectedResponseBytes: number
+  maxInflectedRequestMembers: number
+  maxInflectedResponseMembers: number
   /** Connect timeout for an upstream origin, read when its connection pool is created. */
   connectTimeoutMs: (origin: string) => number
   /** Request header names with characters other than letters, digits and `-` that are forwarded anyway. */
@@ -75,7 +77,8 @@ export async function registerProxy (app: FastifyInstance, options: ProxyOptions
     readBody(res.stream, limit)
       .then(async (raw) => await decode(raw, encoding, limit))
       .then((body) => {
-        const text = inflectResponseBody(body, decision.inflection as NonNullable<GateDecision['inflection']>, options.maxInflectionDepth)
+        const text = inflectResponseBody(body, decision.inflection as NonNullable<GateDecision['inflection']>, options.maxInflectionDepth,
+          options.maxInflectedResponseMembers)
         reply.removeHeader('content-encoding')
         reply.removeHeader('transfer-encoding')
         reply.header('content-length', Buffer.byteLength(text))
@@ -124,7 +127,7 @@ export async function registerProxy (app: FastifyInstance, options: ProxyOptions
       const upstream = decision.route.upstream
       let body: Buffer | string | undefined = request.body as Buffer | undefined
       if (body !== undefined && body.length > 0 && decision.inflection !== null) {
-        body = inflectRequestBody(body, upstream.keyCase, options.maxInflectionDepth)
+        body = inflectRequestBody(body, upstream.keyCase, options.maxInflectionDepth, options.maxInflectedRequestMembers)
       }
       if (body !== undefined && body.length > 0) refuseBodyMethodOverride(body)
       const startedAt = performance.now()

@@ -3,7 +3,7 @@ import { brotliDecompress, gunzip, inflate } from 'node:zlib'
 import type { Readable } from 'node:stream'
 import { CommonProblems } from '../../common/problem.js'
 import { GatewayProblems } from '../errors.js'
-import { InflectionDepthError, inflectOwnedKeys, keyConverter, type KeyCase } from '../inflection/index.js'
+import { countMembers, InflectionDepthError, InflectionMembersError, inflectOwnedKeys, keyConverter, type KeyCase } from '../inflection/index.js'
 
 const JSON_CONTENT_TYPE = /^application\/(?:[\w.+-]+\+)?json(?:\s*;|$)/i
 
@@ -49,12 +49,18 @@ export async function decode (body: Buffer, encoding: string, limit: number): Pr
   }
 }
 
+/** The most object members of an upstream body the gateway inflects unless told otherwise (the plugin's default). */
+export const DEFAULT_MAX_INFLECTED_RESPONSE_MEMBERS = 1_000_000
+
+interface InflectionLimits { maxDepth: number, maxMembers: number }
+interface InflectionProblems { badJson: () => Error, tooDeep: () => Error, tooWide: () => Error }
+
 /**
- * Parses JSON text and converts every key to `style`. Bad JSON and excessive depth
- * become the caller's `problems`, so that requests (400) and responses (502) answer
- * differently.
+ * Parses JSON text and converts every key to `style`. Bad JSON, excessive depth and too
+ * many members become the caller's `problems`, so that requests (400) and responses
+ * (502) answer differently.
  */
-function inflectText (text: string, style: KeyCase, maxDepth: number, problems: { badJson: () => Error, tooDeep: () => Error }): string {
+function inflectText (text: string, style: KeyCase, limits: InflectionLimits, problems: InflectionProblems): string {
   let parsed: unknown
   try {
     parsed = JSON.parse(text)
@@ -63,25 +69,34 @@ function inflectText (text: string, style: KeyCase, maxDepth: number, problems: 
   }
   try {
     // `parsed` is ours alone: it may be converted in place.
-    return JSON.stringify(inflectOwnedKeys(parsed, keyConverter(style), { maxDepth }))
+    return JSON.stringify(inflectOwnedKeys(parsed, keyConverter(style), limits))
   } catch (err) {
     if (err instanceof InflectionDepthError) throw problems.tooDeep()
+    if (err instanceof InflectionMembersError) throw problems.tooWide()
     throw err
   }
 }
 
-/** A client's JSON body, converted to the upstream's native key case. */
-export function inflectRequestBody (body: Buffer, nativeCase: KeyCase, maxDepth: number): string {
-  return inflectText(body.toString('utf8'), nativeCase, maxDepth, {
+/**
+ * A client's JSON body, converted to the upstream's native key case. Its members are
+ * counted on the bytes first: a body wider than `maxMembers` is refused before the
+ * parse, which for a megabyte of distinct names costs more than the count.
+ */
+export function inflectRequestBody (body: Buffer, nativeCase: KeyCase, maxDepth: number, maxMembers: number): string {
+  const tooWide = (): Error => GatewayProblems.bodyTooWide([maxMembers])
+  if (countMembers(body, maxMembers) > maxMembers) throw tooWide()
+  return inflectText(body.toString('utf8'), nativeCase, { maxDepth, maxMembers }, {
     badJson: () => CommonProblems.malformedJson(),
-    tooDeep: () => GatewayProblems.bodyTooDeep([maxDepth])
+    tooDeep: () => GatewayProblems.bodyTooDeep([maxDepth]),
+    tooWide
   })
 }
 
 /** An upstream's JSON body, converted to the style the client asked for. */
-export function inflectResponseBody (body: Buffer, style: KeyCase, maxDepth: number): string {
-  return inflectText(body.toString('utf8'), style, maxDepth, {
+export function inflectResponseBody (body: Buffer, style: KeyCase, maxDepth: number, maxMembers: number = DEFAULT_MAX_INFLECTED_RESPONSE_MEMBERS): string {
+  return inflectText(body.toString('utf8'), style, { maxDepth, maxMembers }, {
     badJson: () => GatewayProblems.upstreamBodyNotInflectable(['it is not valid JSON']),
-    tooDeep: () => GatewayProblems.upstreamBodyNotInflectable([`it is nested deeper than ${maxDepth} levels`])
+    tooDeep: () => GatewayProblems.upstreamBodyNotInflectable([`it is nested deeper than ${maxDepth} levels`]),
+    tooWide: () => GatewayProblems.upstreamBodyNotInflectable([`it has more than ${maxMembers} object members`])
   })
 }

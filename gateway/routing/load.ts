@@ -26,6 +26,7 @@ function toConfig (content: UpstreamsFileContent): UpstreamsConfig {
       prefix: u.prefix,
       keyCase: u.keyCase,
       timeouts: { connectMs: u.timeouts.connectMs, responseMs: u.timeouts.responseMs },
+      ...(u.bodyLimitBytes !== undefined ? { bodyLimitBytes: u.bodyLimitBytes } : {}),
       aliases: Object.fromEntries(Object.entries(u.aliases)),
       routes: u.routes.map((r) => ({ method: r.method, path: r.path, permission: r.permission ?? null }))
     }))

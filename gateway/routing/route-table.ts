@@ -18,7 +18,8 @@ function resolveUpstream (upstream: UpstreamConfig): ResolvedUpstream {
     origin: new URL(upstream.target).origin,
     basePath: basePathOf(upstream.target),
     keyCase: upstream.keyCase,
-    timeouts: Object.freeze({ ...upstream.timeouts })
+    timeouts: Object.freeze({ ...upstream.timeouts }),
+    bodyLimitBytes: upstream.bodyLimitBytes ?? null
   })
 }
 
@@ -28,7 +29,9 @@ function identityUpstream (identityOrigin: string): ResolvedUpstream {
     origin: new URL(identityOrigin).origin,
     basePath: '',
     keyCase: 'snake',
-    timeouts: Object.freeze({ connectMs: DEFAULT_CONNECT_TIMEOUT_MS, responseMs: DEFAULT_RESPONSE_TIMEOUT_MS })
+    timeouts: Object.freeze({ connectMs: DEFAULT_CONNECT_TIMEOUT_MS, responseMs: DEFAULT_RESPONSE_TIMEOUT_MS }),
+    // The gateway gives identity's anonymous routes their own small limit (identityBodyLimitBytes).
+    bodyLimitBytes: null
   })
 }
 

@@ -16,6 +16,8 @@
  *         responseMs: 10000            # default 10000, 1..600000: from the start of the call
  *                                      #   (queue and connect included) to the response headers,
  *                                      #   then between body chunks
+ *       bodyLimitBytes: 4194304        # optional, 1024..67108864: largest request body of its
+ *                                      #   routes; unset: the gateway's bodyLimitBytes
  *       aliases:                       # default {}: gateway path → canonical gateway path,
  *         /utilisateurs: /users        #   absolute, by whole segments (/utilisateurs/42 → /users/42)
  *       routes:                        # required, at least 1
@@ -51,6 +53,8 @@ export const DEFAULT_CONNECT_TIMEOUT_MS = 2_000
 export const DEFAULT_RESPONSE_TIMEOUT_MS = 10_000
 export const MAX_CONNECT_TIMEOUT_MS = 60_000
 export const MAX_RESPONSE_TIMEOUT_MS = 600_000
+/** A body is held whole while it is forwarded (and inflected), so an upstream's own limit stays modest. */
+export const MAX_BODY_LIMIT_BYTES = 67_108_864
 /** Longest route pattern, prefix or alias path; request paths are capped at 2048. */
 const MAX_PATTERN_LENGTH = 1_024
 
@@ -96,6 +100,7 @@ export const UpstreamSchema = Type.Object({
   prefix: Type.String({ pattern: STATIC_PATH_PATTERN, maxLength: MAX_PATTERN_LENGTH, default: DEFAULT_PREFIX }),
   keyCase: Type.Enum(KEY_CASES as readonly ['camel', 'dash', 'snake', 'pascal'], { default: DEFAULT_KEY_CASE }),
   timeouts: TimeoutsSchema,
+  bodyLimitBytes: Type.Optional(Type.Integer({ minimum: 1_024, maximum: MAX_BODY_LIMIT_BYTES })),
   aliases: Type.Record(
     Type.String({ pattern: ALIAS_SOURCE_PATTERN }),
     Type.String({ pattern: STATIC_PATH_PATTERN, maxLength: MAX_PATTERN_LENGTH }),

@@ -23,6 +23,8 @@ export interface UpstreamConfig {
   prefix: string
   keyCase: KeyCase
   timeouts: UpstreamTimeouts
+  /** Largest request body of its routes; absent: the gateway's bodyLimitBytes. */
+  bodyLimitBytes?: number
   /** Absolute gateway path → canonical absolute gateway path. */
   aliases: Record<string, string>
   routes: UpstreamRouteConfig[]
@@ -50,6 +52,8 @@ export interface ResolvedUpstream {
   basePath: string
   keyCase: KeyCase
   timeouts: UpstreamTimeouts
+  /** Largest request body of its routes; null: the gateway's own limit for such routes. */
+  bodyLimitBytes: number | null
 }
 
 export interface ResolvedRoute {

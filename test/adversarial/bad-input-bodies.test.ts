@@ -56,6 +56,7 @@ t.test('bad request bodies', async (t) => {
   const TOO_LARGE: Expect = [413, 'body_too_large', 'none']
   const NOT_JSON: Expect = [415, 'unsupported_media_type', 'none']
   const TOO_DEEP: Expect = [400, 'body_too_deep', 'none']
+  const TOO_WIDE: Expect = [400, 'body_too_wide', 'none']
   const WRONG_LOGIN: Expect = [401, 'invalid_credentials', 'identity']
 
   const overLimit = task({ description: 'x'.repeat(BODY_LIMIT) })
@@ -191,17 +192,27 @@ t.test('bad request bodies', async (t) => {
       createTask('10 000 levels, inflected', deep, TOO_DEEP, [JSON_TYPE, CAMEL]),
       echo('10 000 levels', deep, TOO_DEEP),
       echo('10 000 nested arrays', `${'['.repeat(10_000)}${']'.repeat(10_000)}`, TOO_DEEP),
-      login('10 000 levels, inflected', deep, TOO_DEEP, [JSON_TYPE, CAMEL]),
-      refresh('10 000 levels, inflected', deep, TOO_DEEP, [JSON_TYPE, CAMEL]),
+      // Login and refresh take a few KiB (GATEWAY_IDENTITY_BODY_LIMIT_BYTES): 10 000 levels are over it; 600 are not.
+      login('10 000 levels, inflected', deep, TOO_LARGE, [JSON_TYPE, CAMEL]),
+      refresh('10 000 levels, inflected', deep, TOO_LARGE, [JSON_TYPE, CAMEL]),
+      login('600 levels, inflected', nested(600), TOO_DEEP, [JSON_TYPE, CAMEL]),
+      refresh('600 levels, inflected', nested(600), TOO_DEEP, [JSON_TYPE, CAMEL]),
       createTask('10 000 levels, not inflected: the upstream refuses the shape', deep, UPSTREAM_INVALID),
-      login('10 000 levels, not inflected: identity refuses the shape', deep, IDENTITY_INVALID),
+      login('10 000 levels, not inflected', deep, TOO_LARGE),
+      login('600 levels, not inflected: identity refuses the shape', nested(600), IDENTITY_INVALID),
       createTask('1 000 000 members, inflected', million, TOO_LARGE, [JSON_TYPE, CAMEL]),
       echo('1 000 000 members', million, TOO_LARGE),
-      login('1 000 000 members, inflected', million, TOO_LARGE, [JSON_TYPE, CAMEL])
+      login('1 000 000 members, inflected', million, TOO_LARGE, [JSON_TYPE, CAMEL]),
+      // GATEWAY_MAX_INFLECTED_REQUEST_MEMBERS (10 000): counted before the body is parsed, whatever the depth.
+      createTask('10 001 members, inflected', manyKeys(10_001), TOO_WIDE, [JSON_TYPE, CAMEL]),
+      echo('10 001 members', manyKeys(10_001), TOO_WIDE),
+      echo('10 001 members spread over 10 001 objects', JSON.stringify(Array.from({ length: 10_001 }, (_, i) => ({ [`a_b${i}`]: 0 }))), TOO_WIDE),
+      echo('10 001 members, 10 001 levels deep: the count comes first', nested(10_001), TOO_WIDE),
+      createTask('10 001 members, not inflected: the upstream answers', manyKeys(10_001), UPSTREAM_INVALID)
     ])
 
     await t.test('under a 32 MiB gateway limit, 1 000 000 members are inflected and forwarded, and the upstream\'s own limit answers', async (t) => {
-      const wide = await corpus.addGateway({ bodyLimitBytes: 32 * BODY_LIMIT })
+      const wide = await corpus.addGateway({ bodyLimitBytes: 32 * BODY_LIMIT, bufferedBodiesMaxBytes: 64 * BODY_LIMIT, maxInflectedRequestMembers: 2_000_000 })
       t.ok(Buffer.byteLength(million) < 32 * BODY_LIMIT, `the body (${Buffer.byteLength(million)} bytes) fits the raised limit`)
       await runCorpus(t, corpus, [
         createTask('1 000 000 members, inflected', million, [413, 'body_too_large', 'backoffice'], [JSON_TYPE, CAMEL]),

@@ -263,6 +263,15 @@ t.test('memo: bounded, and a remembered conversion equals a fresh one', async (t
   t.ok(byDefault.memoSize <= 10_000, `default cap holds (${byDefault.memoSize})`)
 })
 
+t.test('memo: once full it keeps its entries and stops adding (a body of distinct names cannot empty it)', async (t) => {
+  const convert = createKeyConverter('camel', { maxEntries: 1_000 })
+  for (let i = 0; i < 1_000; i++) convert(`common_key_${i}`)
+  t.equal(convert.memoSize, 1_000, 'full')
+  for (let i = 0; i < 1_500; i++) t.equal(convert(`distinct_name_${i}`), convertKey(`distinct_name_${i}`, 'camel'))
+  t.equal(convert.memoSize, 1_000, 'still full after 1 500 new names: nothing was cleared, nothing added')
+  t.equal(convert('common_key_7'), 'commonKey_7', 'an early entry still answers')
+})
+
 t.test('memo: keys longer than the limit are converted but not remembered', async (t) => {
   const convert = createKeyConverter('camel')
   const long = `${'very_'.repeat(MEMO_MAX_KEY_LENGTH)}long`

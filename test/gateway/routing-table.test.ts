@@ -82,7 +82,7 @@ t.test('the route is the configured one, with its upstream resolved', async (t) 
     pattern: '/billing/invoices/:id',
     permission: 'invoices:read',
     auth: 'required',
-    upstream: { name: 'billing', origin: 'https://billing.internal:8443', basePath: '/api/v2', keyCase: 'camel', timeouts: { connectMs: 500, responseMs: 3000 } }
+    upstream: { name: 'billing', origin: 'https://billing.internal:8443', basePath: '/api/v2', keyCase: 'camel', timeouts: { connectMs: 500, responseMs: 3000 }, bodyLimitBytes: null }
   })
   t.ok(Object.isFrozen(found?.route), 'the route is frozen')
   t.ok(Object.isFrozen(found?.route.upstream), 'its upstream is frozen')
@@ -140,7 +140,7 @@ t.test('method not allowed lists the methods of the path', async (t) => {
 })
 
 t.test("identity's built-in routes", async (t) => {
-  const identity = { name: 'identity', origin: IDENTITY_ORIGIN, basePath: '', keyCase: 'snake', timeouts: { connectMs: 2000, responseMs: 10000 } }
+  const identity = { name: 'identity', origin: IDENTITY_ORIGIN, basePath: '', keyCase: 'snake', timeouts: { connectMs: 2000, responseMs: 10000 }, bodyLimitBytes: null }
   for (const [method, path] of [['POST', '/sessions'], ['DELETE', '/sessions/current'], ['POST', '/tokens'], ['POST', '/jetons'], ['GET', '/.well-known/jwks.json']] as const) {
     const found = table.match(method, path)
     t.same(found, { kind: 'route', route: { method, pattern: path, permission: null, auth: 'none', upstream: identity }, upstreamPath: path }, `${method} ${path}`)

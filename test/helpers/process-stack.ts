@@ -137,6 +137,8 @@ export interface ProcessStackOptions {
   leaks: LeakWatch
   /** Identity's environment on top of the defaults. */
   identityEnv?: Record<string, string>
+  /** upstream-mock's environment on top of the defaults. */
+  mockEnv?: Record<string, string>
   /** Every gateway's environment on top of the defaults. */
   gatewayEnv?: Record<string, string>
   /** A Redis to use instead of a private redis-server (e.g. startRedisCluster's: its `env` then replaces REDIS_URL). */
@@ -161,7 +163,7 @@ export async function startProcessStack (t: Test, options: ProcessStackOptions):
   const mock = await startServerProcess(t, {
     name: 'upstream-mock',
     entry: 'dist/upstream-mock/server.js',
-    env: { UPSTREAM_MOCK_HOST: '127.0.0.1', UPSTREAM_MOCK_PORT: String(mockPort), UPSTREAM_MOCK_USERS: '120', LOG_LEVEL: 'info' },
+    env: { UPSTREAM_MOCK_HOST: '127.0.0.1', UPSTREAM_MOCK_PORT: String(mockPort), UPSTREAM_MOCK_USERS: '120', LOG_LEVEL: 'info', ...options.mockEnv },
     url: `http://127.0.0.1:${mockPort}`,
     readyPath: '/healthz',
     leaks

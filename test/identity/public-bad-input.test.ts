@@ -42,7 +42,7 @@ async function raw (url: string, options: { method: string, headers: Record<stri
 }
 
 async function startWithCounts (t: Test) {
-  const s = await startWithUser(t, { env: { IDENTITY_BODY_LIMIT_BYTES: String(BODY_LIMIT_BYTES) }, user: ADA, checkLookups: true })
+  const s = await startWithUser(t, { env: { IDENTITY_PUBLIC_BODY_LIMIT_BYTES: String(BODY_LIMIT_BYTES) }, user: ADA, checkLookups: true })
   const sessionCount = async () => (await s.sessions()).length
   const userCount = async () => (await s.admin('GET', '/admin/users')).body.users.length as number
   return { ...s, sessionCount, userCount }
@@ -138,7 +138,7 @@ t.test('POST /sessions', async (t) => {
       assertProblem(t, answer, 415, 'unsupported_media_type')
     })
 
-    t.test(`a body over IDENTITY_BODY_LIMIT_BYTES (${BODY_LIMIT_BYTES}): 413 body_too_large`, async (t) => {
+    t.test(`a body over IDENTITY_PUBLIC_BODY_LIMIT_BYTES (${BODY_LIMIT_BYTES}): 413 body_too_large`, async (t) => {
       const body = JSON.stringify({ session: ADA })
       const padded = body.slice(0, -1) + ' '.repeat(BODY_LIMIT_BYTES - body.length + 1) + '}'
       t.equal(Buffer.byteLength(padded), BODY_LIMIT_BYTES + 1)
