@@ -49,10 +49,11 @@ t.test('an older install: loose files are set to 0600 and logged; the folder is 
   mkdirSync(folder, { mode: 0o755 })
   chmodSync(folder, 0o755)
   const databasePath = join(folder, 'identity.db')
-  // A database as SQLite makes it under umask 022, kept open so that its WAL and shared memory exist.
+  // Identity's database as an earlier version left it under umask 022, kept open so that its WAL and shared memory exist.
+  openDatabase(databasePath).close()
   const older = new Database(databasePath)
   older.pragma('journal_mode = WAL')
-  older.exec('CREATE TABLE scratch (x INTEGER); INSERT INTO scratch VALUES (1)')
+  older.prepare('SELECT count(*) FROM schema_migrations').get()
   for (const suffix of ['', '-wal', '-shm']) chmodSync(`${databasePath}${suffix}`, 0o644)
 
   const identity = await startIdentity(t, {}, { databasePath })
