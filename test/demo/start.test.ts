@@ -1,52 +1,19 @@
 import t, { type Test } from 'tap'
 import { spawn } from 'node:child_process'
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { Redis } from 'ioredis'
-import { DEFAULT_UPSTREAMS_FILE } from '../helpers/gateway.js'
+import { DEMO_STARTED, demoEnvironment, type DemoEnvironment } from '../helpers/demo.js'
 import { http } from '../helpers/http.js'
-import { tempDir } from '../helpers/identity.js'
 import { startProcess, type ServiceProcess } from '../helpers/process.js'
-import { freePort, startRedis } from '../helpers/redis.js'
+import { startRedis } from '../helpers/redis.js'
 
-/** The last line of either banner: everything above it has been printed. */
-const STARTED = /Ctrl-C stops Portier/
+const STARTED = DEMO_STARTED
 
-interface Demo {
-  process: ServiceProcess
-  env: Record<string, string>
-  gateway: string
-  metrics: string
-  databasePath: string
-}
+type Demo = DemoEnvironment & { process: ServiceProcess }
 
-/** Free ports for the five listeners, a data folder, and an upstreams file aimed at this run's mock. */
-async function demoEnvironment (t: Test, extra: Record<string, string> = {}): Promise<Omit<Demo, 'process'>> {
-  const [gatewayPort, metricsPort, identityPort, adminPort, mockPort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()])
-  const dir = tempDir(t, 'portier-demo-')
-  const upstreams = join(dir, 'upstreams.yaml')
-  writeFileSync(upstreams, readFileSync(DEFAULT_UPSTREAMS_FILE, 'utf8').replaceAll('http://127.0.0.1:4000', `http://127.0.0.1:${mockPort}`))
-  const databasePath = join(dir, 'data', 'identity.db')
-  return {
-    env: {
-      GATEWAY_PORT: String(gatewayPort),
-      GATEWAY_METRICS_PORT: String(metricsPort),
-      IDENTITY_PORT: String(identityPort),
-      IDENTITY_ADMIN_PORT: String(adminPort),
-      UPSTREAM_MOCK_PORT: String(mockPort),
-      IDENTITY_DATABASE_PATH: databasePath,
-      GATEWAY_UPSTREAMS_FILE: upstreams,
-      LOG_LEVEL: 'info',
-      ...extra
-    },
-    gateway: `http://127.0.0.1:${gatewayPort}`,
-    metrics: `http://127.0.0.1:${metricsPort}`,
-    databasePath
-  }
-}
-
-async function startDemo (t: Test, setup: Omit<Demo, 'process'>): Promise<Demo> {
+async function startDemo (t: Test, setup: DemoEnvironment): Promise<Demo> {
   const demo = startProcess(t, 'dist/demo/start.js', setup.env, STARTED)
   t.ok(await demo.ready, 'npm start prints its banner', { stderr: demo.stderr().slice(-2000) })
   return { ...setup, process: demo }

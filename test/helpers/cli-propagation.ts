@@ -1,14 +1,13 @@
 import type { Test } from 'tap'
 import { spawn } from 'node:child_process'
-import { readFileSync, writeFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
-import { DEFAULT_UPSTREAMS_FILE } from './gateway.js'
+import { DEMO_STARTED, demoEnvironment } from './demo.js'
 import { pollUntil } from './gateway-auth.js'
 import { adminClient, http, type HttpRequest } from './http.js'
 import type { LeakWatch } from './leak-watch.js'
 import { REPO_ROOT, startProcess, type ServiceProcess } from './process.js'
-import { freePort } from './redis.js'
 import { sidOf } from './session-setup.js'
 
 /**
@@ -193,31 +192,17 @@ export function cliPropagation (leaks: LeakWatch) {
 
   /** `npm start` as shipped (no Redis), on free ports and a temporary data folder. */
   async function startDemo (t: Test, dir: string): Promise<{ process: ServiceProcess, env: Record<string, string>, system: System }> {
-    const [gatewayPort, identityPort, adminPort, mockPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()])
-    const upstreams = join(dir, 'upstreams.yaml')
-    writeFileSync(upstreams, readFileSync(DEFAULT_UPSTREAMS_FILE, 'utf8').replaceAll('http://127.0.0.1:4000', `http://127.0.0.1:${mockPort}`))
-    const env = {
-      GATEWAY_PORT: String(gatewayPort),
-      // No metrics listener: runs side by side would all take its default port.
-      GATEWAY_METRICS_PORT: '0',
-      IDENTITY_PORT: String(identityPort),
-      IDENTITY_ADMIN_PORT: String(adminPort),
-      UPSTREAM_MOCK_PORT: String(mockPort),
-      IDENTITY_DATABASE_PATH: join(dir, 'data', 'identity.db'),
-      GATEWAY_UPSTREAMS_FILE: upstreams,
-      LOG_LEVEL: 'info',
-      ...QUICK_ARGON2,
-      ...LONG_CACHES
-    }
-    const demo = startProcess(t, 'dist/demo/start.js', env, /Ctrl-C stops Portier/)
+    const setup = await demoEnvironment(t, { ...QUICK_ARGON2, ...LONG_CACHES }, dir)
+    const env = setup.env
+    const demo = startProcess(t, 'dist/demo/start.js', env, DEMO_STARTED)
     t.ok(await demo.ready, 'npm start is up', { stderr: demo.stderr().slice(-2000) })
     leaks.source({ name: 'npm start', text: () => demo.stdout().replace(/^(?!\{).*$/gm, '') + demo.stderr() })
-    const { adminToken } = JSON.parse(readFileSync(join(dir, 'data', 'credentials.json'), 'utf8')) as { adminToken: string }
+    const { adminToken } = JSON.parse(readFileSync(join(setup.dir, 'credentials.json'), 'utf8')) as { adminToken: string }
     leaks.secret(adminToken)
     return {
       process: demo,
       env,
-      system: { gateway: `http://127.0.0.1:${gatewayPort}`, admin: adminClient(`http://127.0.0.1:${adminPort}`, adminToken), cliEnv: env }
+      system: { gateway: setup.gateway, admin: adminClient(setup.identityAdmin, adminToken), cliEnv: env }
     }
   }
 

@@ -14,12 +14,18 @@ export interface DemoEnvironment {
   dir: string
   databasePath: string
   gateway: string
+  /** The gateway's private metrics listener. */
+  metrics: string
+  identityAdmin: string
 }
 
-/** Free ports for `npm start`'s four listeners, a data folder, and an upstreams file aimed at this run's mock. */
-export async function demoEnvironment (t: Test, extra: Record<string, string> = {}): Promise<DemoEnvironment> {
-  const [gatewayPort, identityPort, adminPort, mockPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()])
-  const root = tempDir(t, 'portier-demo-')
+/**
+ * Free ports for `npm start`'s five listeners (each its own, so that runs side by side
+ * never meet on a default port), a data folder, and an upstreams file aimed at this
+ * run's mock, in a new temporary folder unless `root` is given.
+ */
+export async function demoEnvironment (t: Test, extra: Record<string, string> = {}, root = tempDir(t, 'portier-demo-')): Promise<DemoEnvironment> {
+  const [gatewayPort, metricsPort, identityPort, adminPort, mockPort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()])
   const upstreams = join(root, 'upstreams.yaml')
   writeFileSync(upstreams, readFileSync(DEFAULT_UPSTREAMS_FILE, 'utf8').replaceAll('http://127.0.0.1:4000', `http://127.0.0.1:${mockPort}`))
   const dir = join(root, 'data')
@@ -27,6 +33,7 @@ export async function demoEnvironment (t: Test, extra: Record<string, string> = 
   return {
     env: {
       GATEWAY_PORT: String(gatewayPort),
+      GATEWAY_METRICS_PORT: String(metricsPort),
       IDENTITY_PORT: String(identityPort),
       IDENTITY_ADMIN_PORT: String(adminPort),
       UPSTREAM_MOCK_PORT: String(mockPort),
@@ -37,6 +44,8 @@ export async function demoEnvironment (t: Test, extra: Record<string, string> = 
     },
     dir,
     databasePath,
-    gateway: `http://127.0.0.1:${gatewayPort}`
+    gateway: `http://127.0.0.1:${gatewayPort}`,
+    metrics: `http://127.0.0.1:${metricsPort}`,
+    identityAdmin: `http://127.0.0.1:${adminPort}`
   }
 }
