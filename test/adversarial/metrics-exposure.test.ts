@@ -2,11 +2,10 @@ import t from 'tap'
 import { connect } from 'node:net'
 import { networkInterfaces } from 'node:os'
 import { randomBytes } from 'node:crypto'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { assertProblem } from '../helpers/assert.js'
 import { http } from '../helpers/http.js'
 import { watchForLeaks } from '../helpers/leak-watch.js'
-import { startProcess } from '../helpers/process.js'
+import { exitWithin, startProcess } from '../helpers/process.js'
 import { startProcessStack } from '../helpers/process-stack.js'
 import { freePort } from '../helpers/redis.js'
 
@@ -123,7 +122,7 @@ t.test('metrics exposure', async (t) => {
       const child = startProcess(t, 'dist/gateway/server.js', {
         ...s.env.gateway, GATEWAY_PORT: String(await freePort()), GATEWAY_METRICS_PORT: String(await freePort()), ...env
       }, /never/)
-      const exit = await Promise.race([child.exited, sleep(15_000).then(() => ({ code: null, signal: null }))])
+      const exit = await exitWithin(child, 15_000)
       return { label, expected, child, exit }
     }))
     for (const { label, expected, child, exit } of runs) {

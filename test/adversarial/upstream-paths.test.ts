@@ -1,13 +1,12 @@
 import t from 'tap'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { assertJson, assertProblem } from '../helpers/assert.js'
 import { mockUpstreams } from '../helpers/gateway.js'
 import { pollUntil } from '../helpers/gateway-auth.js'
 import { tempDir } from '../helpers/identity.js'
 import { watchForLeaks } from '../helpers/leak-watch.js'
-import { startProcess } from '../helpers/process.js'
+import { exitWithin, startProcess } from '../helpers/process.js'
 import { startProcessStack } from '../helpers/process-stack.js'
 import { freePort } from '../helpers/redis.js'
 
@@ -56,7 +55,7 @@ t.test('upstream paths under /admin or /internal', async (t) => {
       const file = fileWith(`start-${i}.json`, upstream)
       const gateway = startProcess(t, 'dist/gateway/server.js', { ...s.env.gateway, GATEWAY_PORT: String(await freePort()), GATEWAY_METRICS_PORT: '0', GATEWAY_UPSTREAMS_FILE: file }, /never/)
       // A gateway that starts anyway is the failure: it would never exit on its own.
-      const exit = await Promise.race([gateway.exited, sleep(START_WAIT_MS).then(() => ({ code: null, signal: null }))])
+      const exit = await exitWithin(gateway, START_WAIT_MS)
       return { label, file, problem, gateway, exit }
     }))
     for (const { label, file, problem, gateway, exit } of runs) {

@@ -24,6 +24,20 @@ export interface ServiceProcess {
 const READY_TIMEOUT_MS = 30_000
 
 /**
+ * The process's exit, or `{ code: null, signal: null }` if it is still running after
+ * `ms`. The timer is cleared on exit: a pending one would keep the test file alive.
+ */
+export async function exitWithin (process: Pick<ServiceProcess, 'exited'>, ms: number): Promise<Exit> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<Exit>((resolve) => { timer = setTimeout(() => { resolve({ code: null, signal: null }) }, ms) })
+  try {
+    return await Promise.race([process.exited, late])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/**
  * Runs a built entry point as a real child process with exactly `env` (plus PATH),
  * collecting its output; killed at teardown if it is still running.
  */
