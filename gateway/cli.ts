@@ -1,6 +1,6 @@
 import type { Command } from 'commander'
 import type { CliIo } from '../cli/io.js'
-import { loadUpstreamsFile, type UpstreamsConfig } from './routing/index.js'
+import type { UpstreamsConfig } from './routing/index.js'
 
 const count = (n: number, one: string, many: string): string => `${n} ${n === 1 ? one : many}`
 
@@ -21,7 +21,9 @@ export function registerGatewayCommands (program: Command, io: CliIo): void {
     .description('check an upstreams file (YAML or JSON) as the gateway loads it, strictly: a route without a permission is an error too. ' +
       'Prints one "ok:" line, or every problem on stderr and exits 78')
     .argument('<file>', 'the upstreams file (.yaml, .yml or .json)')
-    .action((file: string) => {
+    .action(async (file: string) => {
+      // Loaded here, not with the program: every other command would pay for the YAML parser and the schema compile.
+      const { loadUpstreamsFile } = await import('./routing/index.js')
       // A failure is a ConfigError: runPortier prints its lines and exits 78.
       const { config: loaded } = loadUpstreamsFile(file, { strict: true })
       io.stdout.write(`ok: ${file}: ${summary(loaded)}\n`)
