@@ -45,14 +45,22 @@ const COMMANDS: string[][] = [
   ['users', 'create', '--email', 'ops@example.com', '--password-stdin']
 ]
 
+let turn = 0
+const nextCommand = (): string[] => COMMANDS[turn++ % COMMANDS.length] as string[]
+
 const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 const digest = (path: string): string => createHash('sha256').update(readFileSync(path)).digest('hex')
 
-/** Every command refuses with exit 78, names the path as `named`, prints nothing on stdout. */
-async function refusedEverywhere (t: Test, cwd: string, env: Record<string, string>, named: RegExp): Promise<void> {
+/**
+ * Each of `commands` refuses with exit 78, names the path as `named`, prints nothing on
+ * stdout. Every command opens the database through the same function, so each kind of
+ * wrong path is tried with one command (in turn, so that reads and writes both meet
+ * every kind), and every command with the first kind.
+ */
+async function refused (t: Test, cwd: string, env: Record<string, string>, named: RegExp, commands: string[][] = [nextCommand()]): Promise<void> {
   // One process per command, side by side: a CLI run is mostly Node's start-up.
-  const runs = await Promise.all(COMMANDS.map(async (args) => await portier(cwd, env, args)))
-  for (const [index, args] of COMMANDS.entries()) {
+  const runs = await Promise.all(commands.map(async (args) => await portier(cwd, env, args)))
+  for (const [index, args] of commands.entries()) {
     const run = runs[index] as Run
     const label = args.slice(0, 2).join(' ')
     t.equal(run.code, EXIT_CONFIG, `${label}: exit 78 (bad configuration)`, { stderr: run.stderr })
@@ -69,18 +77,18 @@ t.before(() => {
 
 t.test('run from another folder (the default ./data/identity.db): refused, naming the absolute path; nothing created', async (t) => {
   const elsewhere = tempDir(t, 'portier-elsewhere-')
-  await refusedEverywhere(t, elsewhere, {}, new RegExp(`no database at ${escape(join(elsewhere, 'data', 'identity.db'))} \\(\\./data/identity\\.db is read from the current folder\\)\\. ` +
-    'The CLI never creates one .*set IDENTITY_DATABASE_PATH to the file identity uses'))
+  await refused(t, elsewhere, {}, new RegExp(`no database at ${escape(join(elsewhere, 'data', 'identity.db'))} \\(\\./data/identity\\.db is read from the current folder\\)\\. ` +
+    'The CLI never creates one .*set IDENTITY_DATABASE_PATH to the file identity uses'), COMMANDS)
   t.same(readdirSync(elsewhere), [], 'no data folder, no file')
 })
 
 t.test('a wrong path: a missing file, a missing folder, a relative path', async (t) => {
   const dir = tempDir(t, 'portier-wrong-path-')
   const missingFile = join(dir, 'identity.db')
-  await refusedEverywhere(t, REPO_ROOT, { IDENTITY_DATABASE_PATH: missingFile }, new RegExp(`no database at ${escape(missingFile)}\\. `))
+  await refused(t, REPO_ROOT, { IDENTITY_DATABASE_PATH: missingFile }, new RegExp(`no database at ${escape(missingFile)}\\. `))
   const missingFolder = join(dir, 'not', 'there', 'identity.db')
-  await refusedEverywhere(t, REPO_ROOT, { IDENTITY_DATABASE_PATH: missingFolder }, new RegExp(`no database at ${escape(missingFolder)}\\. `))
-  await refusedEverywhere(t, dir, { IDENTITY_DATABASE_PATH: 'sub/identity.db' }, new RegExp(`no database at ${escape(join(dir, 'sub', 'identity.db'))} \\(sub/identity\\.db is read from the current folder\\)`))
+  await refused(t, REPO_ROOT, { IDENTITY_DATABASE_PATH: missingFolder }, new RegExp(`no database at ${escape(missingFolder)}\\. `))
+  await refused(t, dir, { IDENTITY_DATABASE_PATH: 'sub/identity.db' }, new RegExp(`no database at ${escape(join(dir, 'sub', 'identity.db'))} \\(sub/identity\\.db is read from the current folder\\)`))
   t.same(readdirSync(dir), [], 'nothing was created')
 })
 
@@ -98,12 +106,12 @@ t.test('a file that is not a Portier database is refused and left unchanged', as
   mkdirSync(folder)
   const before = { foreign: digest(foreign), text: digest(text) }
 
-  await refusedEverywhere(t, REPO_ROOT, { IDENTITY_DATABASE_PATH: empty }, new RegExp(`no Portier database in the empty file ${escape(empty)}\\. `))
-  await refusedEverywhere(t, REPO_ROOT, { IDENTITY_DATABASE_PATH: foreign },
+  await refused(t, REPO_ROOT, { IDENTITY_DATABASE_PATH: empty }, new RegExp(`no Portier database in the empty file ${escape(empty)}\\. `))
+  await refused(t, REPO_ROOT, { IDENTITY_DATABASE_PATH: foreign },
     new RegExp(`${escape(foreign)} is another program's SQLite database \\(tables notes; no schema_migrations\\): it is left unchanged`))
-  await refusedEverywhere(t, REPO_ROOT, { IDENTITY_DATABASE_PATH: text },
+  await refused(t, REPO_ROOT, { IDENTITY_DATABASE_PATH: text },
     new RegExp(`${escape(text)} cannot be opened as an SQLite database \\(file is not a database\\): it is left unchanged`))
-  await refusedEverywhere(t, REPO_ROOT, { IDENTITY_DATABASE_PATH: folder }, new RegExp(`${escape(folder)} cannot be opened as an SQLite database`))
+  await refused(t, REPO_ROOT, { IDENTITY_DATABASE_PATH: folder }, new RegExp(`${escape(folder)} cannot be opened as an SQLite database`))
 
   t.equal(readFileSync(empty).length, 0, 'the empty file is still empty')
   t.equal(digest(foreign), before.foreign, 'the other program\'s database is byte for byte the same')
