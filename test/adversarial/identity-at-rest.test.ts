@@ -6,7 +6,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, write
 import { join } from 'node:path'
 import { DEMO_STARTED, demoEnvironment } from '../helpers/demo.js'
 import { http } from '../helpers/http.js'
-import { tempDir } from '../helpers/identity.js'
+import { tempDir } from '../helpers/temp.js'
 import { builtEntry, REPO_ROOT, startProcess } from '../helpers/process.js'
 import { startServerProcess } from '../helpers/process-stack.js'
 import { freePort } from '../helpers/redis.js'

@@ -2,9 +2,9 @@ import t from 'tap'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { assertJson, assertProblem } from '../helpers/assert.js'
-import { mockUpstreams } from '../helpers/gateway.js'
+import { mockUpstreamsContent } from '../helpers/upstreams-file.js'
 import { pollUntil } from '../helpers/gateway-auth.js'
-import { tempDir } from '../helpers/identity.js'
+import { tempDir } from '../helpers/temp.js'
 import { watchForLeaks } from '../helpers/leak-watch.js'
 import { exitWithin, startProcess } from '../helpers/process.js'
 import { startProcessStack } from '../helpers/process-stack.js'
@@ -26,7 +26,7 @@ const START_WAIT_MS = 15_000
 t.test('upstream paths under /admin or /internal', async (t) => {
   const s = await startProcessStack(t, { leaks, gateways: 0 })
   const dir = tempDir(t, 'portier-upstream-paths-')
-  const [mocked] = mockUpstreams(s.mock.url).upstreams
+  const [mocked] = mockUpstreamsContent(s.mock.url).upstreams
   // No alias: the catch-all below would sit behind it.
   const backoffice = { ...mocked, aliases: {} }
   const admin = s.identity.adminUrl

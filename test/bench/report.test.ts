@@ -7,7 +7,7 @@ import { MET_MARK, MISSED_MARK, NO_SCENARIOS, REPORTED_MARK, markdownInline, ren
 import { renderSvg } from '../../bench/report/svg.js'
 import { README_END_MARKER, README_START_MARKER, renderReadmeSummary, replaceReadmeBlock } from '../../bench/report/summary.js'
 import { writeReports } from '../../bench/report/write.js'
-import { tempDir } from '../helpers/identity.js'
+import { tempDir } from '../helpers/temp.js'
 import { fixtureResult, withoutSections } from './fixtures/result.js'
 import { xmlProblems } from './well-formed.js'
 

@@ -2,7 +2,7 @@ import t from 'tap'
 import { spawn } from 'node:child_process'
 import { readFile, readdir } from 'node:fs/promises'
 import { join } from 'node:path'
-import { tempDir } from '../helpers/identity.js'
+import { tempDir } from '../helpers/temp.js'
 import { REPO_ROOT } from '../helpers/process.js'
 import type { BenchResult } from '../../bench/report/types.js'
 

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs'
 import { cliPropagation, BOUND_MS, NOT_RELAYED, outboxRows, USERS_PATH, withKey } from '../helpers/cli-propagation.js'
 import { pollUntil } from '../helpers/gateway-auth.js'
 import { http } from '../helpers/http.js'
-import { tempDir } from '../helpers/identity.js'
+import { tempDir } from '../helpers/temp.js'
 import { watchForLeaks } from '../helpers/leak-watch.js'
 import { builtEntry } from '../helpers/process.js'
 

@@ -6,7 +6,7 @@ import { assertStatus } from '../helpers/assert.js'
 import { http } from '../helpers/http.js'
 import { watchForLeaks } from '../helpers/leak-watch.js'
 import { startProcessStack } from '../helpers/process-stack.js'
-import { ADA, type TokenSet } from '../helpers/session-setup.js'
+import { ADA, type TokenSet } from '../helpers/tokens.js'
 
 /**
  * Issue 6, faults: identity SIGKILLed (several times) while clients create API keys

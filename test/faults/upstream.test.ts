@@ -3,9 +3,9 @@ import { createServer, type Socket } from 'node:net'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { PROBLEM_JSON } from '../helpers/assert.js'
-import { mockUpstreams } from '../helpers/gateway.js'
+import { mockUpstreamsContent } from '../helpers/upstreams-file.js'
 import { pollUntil } from '../helpers/gateway-auth.js'
-import { tempDir } from '../helpers/identity.js'
+import { tempDir } from '../helpers/temp.js'
 import { watchForLeaks } from '../helpers/leak-watch.js'
 import { assertLoad, latency, outcomes, sample, startLoad, type LoadSample, type LoadTarget } from '../helpers/load-loop.js'
 import { startProcessStack } from '../helpers/process-stack.js'
@@ -55,7 +55,7 @@ t.test('upstreams slow, silent or killed: 504 / 502 in bounded time, nothing han
   // No default gateway: the one below has short upstream timeouts in its own file.
   const s = await startProcessStack(t, { leaks, gateways: 0 })
   const silent = await silentUpstream(t)
-  const [backoffice] = mockUpstreams(s.mock.url).upstreams
+  const [backoffice] = mockUpstreamsContent(s.mock.url).upstreams
   const file = join(tempDir(t, 'portier-faults-'), 'upstreams.json')
   writeFileSync(file, JSON.stringify({
     upstreams: [

@@ -4,10 +4,10 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { formatApiKey, randomLookupId, randomSecret } from '../../common/api-key-format.js'
 import { PROBLEM_JSON } from '../helpers/assert.js'
-import { mockUpstreams } from '../helpers/gateway.js'
+import { mockUpstreamsContent } from '../helpers/upstreams-file.js'
 import { http } from '../helpers/http.js'
 import { pollUntil } from '../helpers/gateway-auth.js'
-import { tempDir } from '../helpers/identity.js'
+import { tempDir } from '../helpers/temp.js'
 import { watchForLeaks } from '../helpers/leak-watch.js'
 import { latency, outcomes, sample, type LoadSample } from '../helpers/load-loop.js'
 import { startProcessStack } from '../helpers/process-stack.js'
@@ -62,7 +62,7 @@ function allProblems (samples: readonly LoadSample[], status: number, code: stri
 t.test('queued waits keep their deadline', async (t) => {
   const s = await startProcessStack(t, { leaks, gateways: 0 })
   const slow = await holdingUpstream(t)
-  const [backoffice] = mockUpstreams(s.mock.url).upstreams
+  const [backoffice] = mockUpstreamsContent(s.mock.url).upstreams
   const file = join(tempDir(t, 'portier-deadlines-'), 'upstreams.json')
   writeFileSync(file, JSON.stringify({
     upstreams: [

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { ConfigError } from '../../common/config.js'
 import { assertJson, assertProblem, assertStatus } from '../helpers/assert.js'
 import { startGateway, startStack, type TestGateway } from '../helpers/gateway.js'
-import { tempDir } from '../helpers/identity.js'
+import { tempDir } from '../helpers/temp.js'
 
 /**
  * A gateway started from an upstreams file: reload() (what SIGHUP calls) and the file

@@ -13,7 +13,7 @@ import { assertJson, assertProblem } from '../helpers/assert.js'
 import { mockUpstreams, startStack } from '../helpers/gateway.js'
 import { http } from '../helpers/http.js'
 import { freePort } from '../helpers/redis.js'
-import { tempDir } from '../helpers/identity.js'
+import { tempDir } from '../helpers/temp.js'
 
 async function accepts (port: number): Promise<boolean> {
   return await new Promise((resolve) => {

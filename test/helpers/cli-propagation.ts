@@ -8,7 +8,7 @@ import { pollUntil } from './gateway-auth.js'
 import { adminClient, http, type HttpRequest } from './http.js'
 import type { LeakWatch } from './leak-watch.js'
 import { REPO_ROOT, startProcess, type ServiceProcess } from './process.js'
-import { sidOf } from './session-setup.js'
+import { sidOf } from './tokens.js'
 
 /**
  * What the CLI propagation suites share (test/faults/cli-propagation*.test.ts): the

@@ -1,8 +1,7 @@
-import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Test } from 'tap'
-import { DEFAULT_UPSTREAMS_FILE } from './gateway.js'
-import { tempDir } from './identity.js'
+import { tempDir } from './temp.js'
+import { writeMockUpstreamsFile } from './upstreams-file.js'
 import { freePort } from './redis.js'
 
 /** The last line of either `npm start` banner: everything above it has been printed. */
@@ -26,8 +25,7 @@ export interface DemoEnvironment {
  */
 export async function demoEnvironment (t: Test, extra: Record<string, string> = {}, root = tempDir(t, 'portier-demo-')): Promise<DemoEnvironment> {
   const [gatewayPort, metricsPort, identityPort, adminPort, mockPort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()])
-  const upstreams = join(root, 'upstreams.yaml')
-  writeFileSync(upstreams, readFileSync(DEFAULT_UPSTREAMS_FILE, 'utf8').replaceAll('http://127.0.0.1:4000', `http://127.0.0.1:${mockPort}`))
+  const upstreams = writeMockUpstreamsFile(root, `http://127.0.0.1:${mockPort}`)
   const dir = join(root, 'data')
   const databasePath = join(dir, 'identity.db')
   return {

@@ -1,10 +1,10 @@
 import type { Test } from 'tap'
-import { fileURLToPath } from 'node:url'
 import { buildGatewayServer, buildMetricsServer } from '../../gateway/app.js'
 import type { GatewayOptionsInput } from '../../gateway/options.js'
 import { loadUpstreamsFile, type UpstreamsConfig } from '../../gateway/routing/index.js'
 import type { EventBus } from '../../common/event-bus.js'
 import { captureLogs } from './logs.js'
+import { DEFAULT_UPSTREAMS_FILE } from './upstreams-file.js'
 import { http, type HttpAnswer, type HttpRequest } from './http.js'
 import { assertStatus } from './assert.js'
 import type { TestIdentity } from './identity.js'
@@ -13,7 +13,7 @@ import { startUpstreamMock } from './upstream-mock.js'
 import { startRedis, type TestRedis } from './redis.js'
 import { startWithUser, type UserSetup, type UserSetupOptions } from './session-setup.js'
 
-export const DEFAULT_UPSTREAMS_FILE = fileURLToPath(new URL('../../gateway/upstreams.default.yaml', import.meta.url))
+export { DEFAULT_UPSTREAMS_FILE } from './upstreams-file.js'
 
 /** The shipped default upstreams, pointed at a test's upstream-mock. */
 export function mockUpstreams (mockUrl: string): UpstreamsConfig {

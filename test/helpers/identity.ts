@@ -1,7 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
+import { join } from 'node:path'
+import { tempDir, type Teardown } from './temp.js'
 import { buildIdentity, type Identity } from '../../identity/app.js'
 import { loadIdentityConfig, type IdentityConfig } from '../../identity/config.js'
 import type { Clock } from '../../identity/services/clock.js'
@@ -21,13 +20,8 @@ export interface TestIdentity {
   logText: () => string
 }
 
-export interface Teardown { teardown: (fn: () => unknown) => void }
-
-export function tempDir (t: Teardown, prefix = 'portier-'): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  return dir
-}
+// Light helpers, re-exported for the suites that already take them from here.
+export { tempDir, type Teardown } from './temp.js'
 
 /** Where a fake clock starts unless told otherwise: 2026-01-01T00:00:00Z. */
 export const START = Date.parse('2026-01-01T00:00:00Z')

@@ -1,18 +1,17 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { randomBytes } from 'node:crypto'
-import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Test } from 'tap'
 import { adminClient, http, type HttpAnswer, type HttpRequest } from './http.js'
 import { assertStatus } from './assert.js'
-import { mockUpstreams } from './gateway.js'
-import { tempDir } from './identity.js'
+import { tempDir } from './temp.js'
+import { writeMockUpstreamsFile } from './upstreams-file.js'
 import type { LeakWatch } from './leak-watch.js'
 import { builtEntry, REPO_ROOT } from './process.js'
 import { freePort, startRedis, type TestRedis } from './redis.js'
-import { ADA, sidOf, type SessionTokens } from './session-setup.js'
+import { ADA, sidOf, type SessionTokens } from './tokens.js'
 
 /**
  * The system as production runs it, for the fault suites: upstream-mock, identity and
@@ -203,8 +202,7 @@ export async function startProcessStack (t: Test, options: ProcessStackOptions):
   const created = await admin('POST', '/admin/users', { ...ADA, roles: ['reader'] })
   assertStatus(t, created, 201, 'user created')
 
-  const upstreamsFile = join(dir, 'upstreams.json')
-  writeFileSync(upstreamsFile, JSON.stringify(mockUpstreams(mock.url)))
+  const upstreamsFile = writeMockUpstreamsFile(dir, mock.url)
   const gatewayEnv = {
     GATEWAY_HOST: '127.0.0.1',
     GATEWAY_UPSTREAMS_FILE: upstreamsFile,

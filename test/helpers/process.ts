@@ -1,7 +1,7 @@
 import { spawn, type ChildProcessByStdio } from 'node:child_process'
 import type { Readable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
-import type { Teardown } from './identity.js'
+import type { Teardown } from './temp.js'
 
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url))
 

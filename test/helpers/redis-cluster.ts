@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { promisify } from 'node:util'
 import { Cluster, Redis } from 'ioredis'
-import type { Teardown } from './identity.js'
+import type { Teardown } from './temp.js'
 import { freePort, type TestRedis } from './redis.js'
 
 const run = promisify(execFile)

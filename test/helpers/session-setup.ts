@@ -2,6 +2,7 @@ import type { Test } from 'tap'
 import { fakeClock, startIdentity, type FakeClock, type TestIdentity } from './identity.js'
 import { adminClient, http, type HttpAnswer } from './http.js'
 import { assertJson, assertStatus } from './assert.js'
+import { ADA, claimsOf, sidOf, type SessionTokens, type TokenSet } from './tokens.js'
 
 /**
  * The setup most identity suites share: identity on a fake clock with an admin
@@ -9,13 +10,10 @@ import { assertJson, assertStatus } from './assert.js'
  * (login, refresh, logout) over real sockets.
  */
 
-/** The user most suites log in as. */
-export const ADA = { email: 'ada@example.com', password: 'correct horse battery staple' }
+// Light helpers, re-exported for the suites that already take them from here.
+export { ADA, claimsOf, sidOf, type SessionTokens, type TokenSet }
 
 export interface Credentials { email: string, password: unknown }
-export interface TokenSet { access_token: string, refresh_token: string }
-/** A login's token set, with the session id its access token names. */
-export type SessionTokens = TokenSet & { token_type: string, expires_in: number, sid: string }
 export type AdminClient = ReturnType<typeof adminClient>
 
 export interface AdminSetup extends TestIdentity {
@@ -24,14 +22,6 @@ export interface AdminSetup extends TestIdentity {
 }
 
 type PublicUrl = Pick<TestIdentity, 'publicUrl'>
-
-/** The claims of an access token, decoded without verification. */
-export function claimsOf (accessToken: string): Record<string, unknown> {
-  return JSON.parse(Buffer.from(accessToken.split('.')[1] as string, 'base64url').toString()) as Record<string, unknown>
-}
-
-/** The session id (`sid` claim) of an access token. */
-export const sidOf = (accessToken: string): string => claimsOf(accessToken).sid as string
 
 /** Identity on a fake clock (at START unless moved), with an admin client. `env` as for startIdentity. */
 export async function startWithAdmin (t: Test, env: Record<string, string> = {}): Promise<AdminSetup> {

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process'
 import { join } from 'node:path'
 import { ConfigError } from '../../common/config.js'
 import { loadIdentityConfig } from '../../identity/config.js'
-import { tempDir } from '../helpers/identity.js'
+import { tempDir } from '../helpers/temp.js'
 
 const TOKENS = { IDENTITY_ADMIN_TOKEN: 'a'.repeat(32), IDENTITY_SERVICE_TOKEN: 's'.repeat(32) }
 
