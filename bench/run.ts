@@ -39,6 +39,8 @@ interface Flags {
   out: string
   readme: boolean
   cpuProf?: string
+  requests?: number
+  microBudget?: number
 }
 
 function positive (integer: boolean) {
@@ -63,6 +65,8 @@ function parseFlags (): Flags {
     .option('--no-nginx-install', 'do not install nginx with apt-get when it is absent')
     .option('--out <dir>', 'where results are written', 'bench/results')
     .option('--readme', 'replace the results block of README.md with this run\'s table', false)
+    .option('--requests <n>', 'send n requests per load run instead of running for --duration: a check that the harness works, not a measurement', positive(true))
+    .option('--micro-budget <ms>', 'timed budget of the inflection micro-benchmark (default 6000 with --quick, 45000 without)', positive(true))
     .option('--cpu-prof <dir>', 'write a CPU profile of each gateway and of the bare proxy to <dir> (summarise: node dist-bench/bench/profile-summary.js <file>)')
     .parse()
     .opts<Flags>()
@@ -104,8 +108,9 @@ async function warmGateways (ctx: BenchContext, seconds: number): Promise<void> 
 }
 
 /** The inflection micro-benchmark, in its own process (no server shares its CPU). */
-async function runMicro (quick: boolean): Promise<MicroResult[]> {
-  const { stdout } = await promisify(execFile)(process.execPath, [fileURLToPath(new URL('./micro/inflection.js', import.meta.url)), '--json', ...(quick ? ['--quick'] : [])], { maxBuffer: 16 * 1024 * 1024 })
+async function runMicro (quick: boolean, budgetMs: number | undefined): Promise<MicroResult[]> {
+  const args = ['--json', ...(quick ? ['--quick'] : []), ...(budgetMs !== undefined ? ['--budget', String(budgetMs)] : [])]
+  const { stdout } = await promisify(execFile)(process.execPath, [fileURLToPath(new URL('./micro/inflection.js', import.meta.url)), ...args], { maxBuffer: 16 * 1024 * 1024 })
   return JSON.parse(stdout) as MicroResult[]
 }
 
@@ -138,7 +143,7 @@ async function main (): Promise<void> {
     ...(flags.cpuProf !== undefined ? { cpuProfileDir: resolve(flags.cpuProf) } : {}),
     say
   })
-  const driver = new LoadDriver()
+  const driver = new LoadDriver(flags.requests !== undefined ? { requestsPerRun: flags.requests } : {})
   const result: Partial<BenchResult> = {}
   try {
     const ctx: BenchContext = {
@@ -170,7 +175,7 @@ async function main (): Promise<void> {
     await stack.close()
   }
   say('inflection micro-benchmark')
-  const micro = await runMicro(flags.quick)
+  const micro = await runMicro(flags.quick, flags.microBudget)
   const { warmupSeconds: _w, flood: _f, mockUsers: _m, ...reported } = settings
   const complete: BenchResult = {
     version: 1,

@@ -11,7 +11,8 @@ export class LoadDriver {
   private readonly child: ChildProcess
   private readonly exited: Promise<never>
 
-  constructor () {
+  /** `requestsPerRun`: every run sends that many requests instead of running for its duration (a harness check). */
+  constructor (private readonly options: { requestsPerRun?: number } = {}) {
     this.child = fork(fileURLToPath(new URL('./worker.js', import.meta.url)), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
     this.exited = once(this.child, 'exit').then(() => { throw new Error('the load generator exited') })
     this.exited.catch(() => {}) // observed by run(); an exit between runs is not an error
@@ -19,7 +20,8 @@ export class LoadDriver {
 
   async run (job: LoadJob): Promise<LoadOutcome> {
     const answer = once(this.child, 'message') as Promise<[Reply]>
-    this.child.send(job)
+    const requests = this.options.requestsPerRun
+    this.child.send(requests !== undefined && job.amount === undefined ? { ...job, amount: Math.max(requests, job.connections) } : job)
     const [reply] = await Promise.race([answer, this.exited])
     if (!reply.ok) throw new Error(`load run against ${job.url} failed: ${reply.error}`)
     return reply.outcome

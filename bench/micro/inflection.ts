@@ -218,13 +218,15 @@ export function formatMicroTable (results: readonly MicroResult[]): string {
 }
 
 /**
- * `node dist-bench/bench/micro/inflection.js [--quick] [--json]`: progress on stderr; on stdout
+ * `node dist-bench/bench/micro/inflection.js [--quick] [--json] [--budget <ms>]`: progress on stderr; on stdout
  * a table and the JSON, or with --json only the JSON array (for the bench orchestrator).
  */
 async function main (argv: readonly string[]): Promise<void> {
   const quick = argv.includes('--quick')
   const jsonOnly = argv.includes('--json')
-  const results = await runInflectionMicro({ quick, onProgress: (line) => { process.stderr.write(`${line}\n`) } })
+  const budgetAt = argv.indexOf('--budget')
+  const budgetMs = budgetAt === -1 ? undefined : Number(argv[budgetAt + 1])
+  const results = await runInflectionMicro({ quick, ...(budgetMs !== undefined && budgetMs > 0 ? { budgetMs } : {}), onProgress: (line) => { process.stderr.write(`${line}\n`) } })
   const json = JSON.stringify(results, null, jsonOnly ? undefined : 2)
   process.stdout.write(jsonOnly ? `${json}\n` : `${formatMicroTable(results)}\n\n${json}\n`)
 }
