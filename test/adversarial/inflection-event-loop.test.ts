@@ -16,7 +16,7 @@ import { startProcessStack } from '../helpers/process-stack.js'
  */
 
 const BODIES_AT_ONCE = 8
-const ATTACK_MS = 6_000
+const ATTACK_MS = 3_000
 const PROBE_PAUSE_MS = 20
 const PROBE_DEADLINE_MS = 10_000
 /** A generous bound: the machine is shared, and the unbounded gateway answered in ~1.2 s. */
