@@ -1,23 +1,13 @@
 import t from 'tap'
-import { ConfigError } from '../../common/config.js'
 import { DEFAULT_LISTENER_TIMEOUTS, httpServerTimeouts } from '../../common/listener-limits.js'
 import { loadGatewayConfig } from '../../gateway/config.js'
 import { loadIdentityConfig } from '../../identity/config.js'
 import { loadUpstreamMockConfig } from '../../upstream-mock/config.js'
+import { configProblems } from '../helpers/config-problems.js'
 
 /** Every service reads its listener limits under the same names, with the same defaults and checks. */
 
 const TOKENS = { IDENTITY_ADMIN_TOKEN: 'a'.repeat(32), IDENTITY_SERVICE_TOKEN: 's'.repeat(32) }
-
-function problemsOf (load: () => unknown): string[] {
-  try {
-    load()
-  } catch (err) {
-    if (err instanceof ConfigError) return err.problems
-    throw err
-  }
-  return []
-}
 
 const services: Array<[string, string, (env: Record<string, string>) => { timeouts?: unknown }]> = [
   ['gateway', 'GATEWAY', (env) => loadGatewayConfig({ ...TOKENS, ...env })],
@@ -30,10 +20,10 @@ for (const [name, prefix, load] of services) {
     t.same(load({}).timeouts, { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 5_000 }, 'defaults')
     t.same(load({ [`${prefix}_HEADERS_TIMEOUT_MS`]: '1000', [`${prefix}_REQUEST_TIMEOUT_MS`]: '2000', [`${prefix}_KEEP_ALIVE_TIMEOUT_MS`]: '3000' }).timeouts,
       { headersMs: 1_000, requestMs: 2_000, keepAliveMs: 3_000 }, 'from the environment')
-    t.same(problemsOf(() => load({ [`${prefix}_HEADERS_TIMEOUT_MS`]: '5000', [`${prefix}_REQUEST_TIMEOUT_MS`]: '1000' })),
+    t.same(configProblems(() => load({ [`${prefix}_HEADERS_TIMEOUT_MS`]: '5000', [`${prefix}_REQUEST_TIMEOUT_MS`]: '1000' })),
       [`${prefix}_HEADERS_TIMEOUT_MS: must not exceed ${prefix}_REQUEST_TIMEOUT_MS (5000 > 1000)`])
-    t.match(problemsOf(() => load({ [`${prefix}_REQUEST_TIMEOUT_MS`]: '0' })).join('\n'), new RegExp(`${prefix}_REQUEST_TIMEOUT_MS: must be >= 100`), 'no timeout cannot be configured away')
-    t.match(problemsOf(() => load({ [`${prefix}_BUFFERED_BODIES_MAX_BYTES`]: '1000' })).join('\n'), new RegExp(`${prefix}_BUFFERED_BODIES_MAX_BYTES: must be >= 65536`))
+    t.match(configProblems(() => load({ [`${prefix}_REQUEST_TIMEOUT_MS`]: '0' })).join('\n'), new RegExp(`${prefix}_REQUEST_TIMEOUT_MS: must be >= 100`), 'no timeout cannot be configured away')
+    t.match(configProblems(() => load({ [`${prefix}_BUFFERED_BODIES_MAX_BYTES`]: '1000' })).join('\n'), new RegExp(`${prefix}_BUFFERED_BODIES_MAX_BYTES: must be >= 65536`))
   })
 }
 

@@ -1,11 +1,11 @@
 import t from 'tap'
 import { Cluster } from 'ioredis'
-import { ConfigError } from '../../common/config.js'
 import { parseRedisTarget } from '../../common/redis-config.js'
 import { createRedis } from '../../common/redis.js'
 import { loadGatewayConfig } from '../../gateway/config.js'
 import { loadIdentityCliConfig, loadIdentityConfig } from '../../identity/config.js'
 import { freePort } from '../helpers/redis.js'
+import { configProblems } from '../helpers/config-problems.js'
 
 /**
  * Where Redis is: REDIS_URL (one server) or REDIS_CLUSTER_NODES (a Redis Cluster's
@@ -15,16 +15,6 @@ import { freePort } from '../helpers/redis.js'
 
 const GATEWAY = { IDENTITY_SERVICE_TOKEN: 's'.repeat(40) }
 const IDENTITY = { IDENTITY_ADMIN_TOKEN: 'a'.repeat(32), IDENTITY_SERVICE_TOKEN: 's'.repeat(32) }
-
-function problemsOf (load: () => unknown): string[] {
-  try {
-    load()
-  } catch (err) {
-    if (err instanceof ConfigError) return err.problems
-    throw err
-  }
-  return []
-}
 
 t.test('neither set: no Redis', async (t) => {
   t.same(parseRedisTarget({}), { problems: [] })
@@ -89,9 +79,9 @@ t.test('REDIS_CLUSTER_NODES: every bad node is named by its position, all at onc
 t.test('both set: refused, naming both (identity, its CLI and the gateway alike)', async (t) => {
   const both = { REDIS_URL: 'redis://a:6379', REDIS_CLUSTER_NODES: 'a:7000' }
   const expected = ['REDIS_URL and REDIS_CLUSTER_NODES: set one of them, not both (REDIS_CLUSTER_NODES is for a Redis Cluster)']
-  t.same(problemsOf(() => loadGatewayConfig({ ...GATEWAY, ...both })), expected, 'gateway')
-  t.same(problemsOf(() => loadIdentityConfig({ ...IDENTITY, ...both })), expected, 'identity')
-  t.same(problemsOf(() => loadIdentityCliConfig(both)), expected, 'identity CLI')
+  t.same(configProblems(() => loadGatewayConfig({ ...GATEWAY, ...both })), expected, 'gateway')
+  t.same(configProblems(() => loadIdentityConfig({ ...IDENTITY, ...both })), expected, 'identity')
+  t.same(configProblems(() => loadIdentityCliConfig(both)), expected, 'identity CLI')
 })
 
 t.test('a cluster reaches the services: identity and its CLI get the target, the gateway its plugin option', async (t) => {
@@ -102,8 +92,8 @@ t.test('a cluster reaches the services: identity and its CLI get the target, the
   const gateway = loadGatewayConfig({ ...GATEWAY, ...env }).plugin
   t.same(gateway.redisClusterNodes, ['127.0.0.1:7000', '127.0.0.1:7001'], 'gateway: redisClusterNodes')
   t.notOk('redisUrl' in gateway, 'and no redisUrl')
-  t.match(problemsOf(() => loadGatewayConfig({ ...GATEWAY, REDIS_CLUSTER_NODES: 'nope' })), [/^REDIS_CLUSTER_NODES: node 1 of 1/], 'gateway: a bad node names the variable')
-  t.match(problemsOf(() => loadIdentityConfig({ ...IDENTITY, REDIS_CLUSTER_NODES: 'nope', IDENTITY_ARGON2_MEMORY_KIB: '7168' })),
+  t.match(configProblems(() => loadGatewayConfig({ ...GATEWAY, REDIS_CLUSTER_NODES: 'nope' })), [/^REDIS_CLUSTER_NODES: node 1 of 1/], 'gateway: a bad node names the variable')
+  t.match(configProblems(() => loadIdentityConfig({ ...IDENTITY, REDIS_CLUSTER_NODES: 'nope', IDENTITY_ARGON2_MEMORY_KIB: '7168' })),
     [/IDENTITY_ARGON2_MEMORY_KIB/, /^REDIS_CLUSTER_NODES: node 1 of 1/], 'identity: reported with the other problems')
 })
 

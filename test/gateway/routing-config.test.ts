@@ -7,6 +7,7 @@ import { stringify } from 'yaml'
 import { ConfigError } from '../../common/config.js'
 import { PERMISSION_PATTERN } from '../../identity/services/permissions.js'
 import { loadUpstreamsFile, parseUpstreams, type LoadedUpstreams, type LoadOptions } from '../../gateway/routing/index.js'
+import { configProblems } from '../helpers/config-problems.js'
 
 /**
  * The upstreams file: schema errors and semantic collisions, each with the file and
@@ -43,13 +44,7 @@ function second (changes: Partial<Upstream> = {}): Upstream {
 }
 
 function problemsOfText (text: string, format: 'yaml' | 'json' = 'yaml', source = FILE, options: LoadOptions = {}): string[] {
-  try {
-    parseUpstreams(text, source, format, options)
-  } catch (err) {
-    if (err instanceof ConfigError) return err.problems
-    throw err
-  }
-  return []
+  return configProblems(() => parseUpstreams(text, source, format, options))
 }
 
 const problemsOf = (doc: unknown, options: LoadOptions = {}): string[] => problemsOfText(stringify(doc), 'yaml', FILE, options)

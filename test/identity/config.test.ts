@@ -1,21 +1,13 @@
 import t from 'tap'
 import { spawnSync } from 'node:child_process'
 import { join } from 'node:path'
-import { ConfigError } from '../../common/config.js'
 import { loadIdentityConfig } from '../../identity/config.js'
 import { tempDir } from '../helpers/temp.js'
+import { configProblems } from '../helpers/config-problems.js'
 
 const TOKENS = { IDENTITY_ADMIN_TOKEN: 'a'.repeat(32), IDENTITY_SERVICE_TOKEN: 's'.repeat(32) }
 
-function problemsOf (env: Record<string, string>): string[] {
-  try {
-    loadIdentityConfig(env)
-  } catch (err) {
-    if (err instanceof ConfigError) return err.problems
-    throw err
-  }
-  return []
-}
+const problemsOf = (env: Record<string, string>): string[] => configProblems(() => loadIdentityConfig(env))
 
 t.test('happy: defaults apply and the result is frozen', async (t) => {
   const config = loadIdentityConfig(TOKENS)
