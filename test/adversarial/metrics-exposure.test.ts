@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto'
 import { assertProblem } from '../helpers/assert.js'
 import { http } from '../helpers/http.js'
 import { watchForLeaks } from '../helpers/leak-watch.js'
-import { exitWithin, startProcess } from '../helpers/process.js'
+import { exitBeforeListening, LISTENING, startProcess } from '../helpers/process.js'
 import { startProcessStack } from '../helpers/process-stack.js'
 import { freePort } from '../helpers/redis.js'
 
@@ -121,8 +121,8 @@ t.test('metrics exposure', async (t) => {
     const runs = await Promise.all(cases.map(async ([label, env, expected]) => {
       const child = startProcess(t, 'dist/gateway/server.js', {
         ...s.env.gateway, GATEWAY_PORT: String(await freePort()), GATEWAY_METRICS_PORT: String(await freePort()), ...env
-      }, /never/)
-      const exit = await exitWithin(child, 15_000)
+      }, LISTENING)
+      const exit = await exitBeforeListening(child, 60_000)
       return { label, expected, child, exit }
     }))
     for (const { label, expected, child, exit } of runs) {

@@ -6,7 +6,7 @@ import { mockUpstreamsContent } from '../helpers/upstreams-file.js'
 import { pollUntil } from '../helpers/gateway-auth.js'
 import { tempDir } from '../helpers/temp.js'
 import { watchForLeaks } from '../helpers/leak-watch.js'
-import { exitWithin, startProcess } from '../helpers/process.js'
+import { exitBeforeListening, LISTENING, startProcess } from '../helpers/process.js'
 import { startProcessStack } from '../helpers/process-stack.js'
 import { freePort } from '../helpers/redis.js'
 
@@ -21,7 +21,8 @@ import { freePort } from '../helpers/redis.js'
  */
 
 const leaks = watchForLeaks()
-const START_WAIT_MS = 15_000
+// Generous for a loaded machine: a gateway that starts anyway ends the wait when it listens.
+const START_WAIT_MS = 60_000
 
 t.test('upstream paths under /admin or /internal', async (t) => {
   const s = await startProcessStack(t, { leaks, gateways: 0 })
@@ -53,9 +54,9 @@ t.test('upstream paths under /admin or /internal', async (t) => {
   await t.test('such a file stops the gateway at start, naming the place', async (t) => {
     const runs = await Promise.all(refused.map(async ([label, upstream, problem], i) => {
       const file = fileWith(`start-${i}.json`, upstream)
-      const gateway = startProcess(t, 'dist/gateway/server.js', { ...s.env.gateway, GATEWAY_PORT: String(await freePort()), GATEWAY_METRICS_PORT: '0', GATEWAY_UPSTREAMS_FILE: file }, /never/)
+      const gateway = startProcess(t, 'dist/gateway/server.js', { ...s.env.gateway, GATEWAY_PORT: String(await freePort()), GATEWAY_METRICS_PORT: '0', GATEWAY_UPSTREAMS_FILE: file }, LISTENING)
       // A gateway that starts anyway is the failure: it would never exit on its own.
-      const exit = await exitWithin(gateway, START_WAIT_MS)
+      const exit = await exitBeforeListening(gateway, START_WAIT_MS)
       return { label, file, problem, gateway, exit }
     }))
     for (const { label, file, problem, gateway, exit } of runs) {

@@ -37,6 +37,19 @@ export async function exitWithin (process: Pick<ServiceProcess, 'exited'>, ms: n
   }
 }
 
+/** Fastify's own line once a listener is bound: a process that prints it has started. */
+export const LISTENING = /Server listening at/
+
+/**
+ * The exit of a process that must refuse to start: waits for it to exit, but gives up
+ * at once if it reports it is listening (it started anyway), so a slow machine can be
+ * given a generous `ms` without slowing down the failure.
+ */
+export async function exitBeforeListening (process: Pick<ServiceProcess, 'exited' | 'ready'>, ms: number): Promise<Exit> {
+  const started = process.ready.then(async (listening) => await (listening ? { code: null, signal: null } : process.exited))
+  return await exitWithin({ exited: started }, ms)
+}
+
 /**
  * Runs a built entry point as a real child process with exactly `env` (plus PATH),
  * collecting its output; killed at teardown if it is still running.
