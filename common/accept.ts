@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { CommonProblems } from './problem.js'
 
 /**
- * DESIGN: a missing Accept, `*\/*` or `application/json` is served; an Accept that
+ * JSON is all we serve: a missing Accept, `*\/*` or `application/json` is served; an Accept that
  * excludes JSON gets 406. Ranges with q=0 are exclusions.
  */
 export function acceptsJson (accept: string | undefined): boolean {

@@ -7,7 +7,7 @@ import { DATABASE_FOLDER_MODE } from '../identity/store/database-permissions.js'
 
 /**
  * What a one-process start generates: the two HTTP credentials identity requires and
- * the gateway shares (DESIGN: there is no default one), and the key that encrypts
+ * the gateway shares (never a default: it would open every install), and the key that encrypts
  * signing private keys at rest.
  */
 export interface ServiceCredentials {

@@ -12,7 +12,7 @@ export const DEMO_ADMIN_EMAIL = 'admin@example.com'
 export const DEMO_USER_EMAIL = 'user@example.com'
 /** The demo key may list users, nothing else: enough to show a key working and a 403. */
 export const DEMO_KEY_PERMISSIONS = ['users:list']
-/** Keys should expire (DESIGN); a demo key lives long enough to be forgotten about, not forever. */
+/** Keys should expire, so a leaked one stops working; a demo key lives long enough to be forgotten about, not forever. */
 export const DEMO_KEY_LIFETIME_DAYS = 90
 
 /** 128 random bits, URL-safe, so the printed curl lines need no shell escaping. */

@@ -1,10 +1,10 @@
 import { bearerChallenge, defineProblem } from '../common/problem.js'
 
-/** RFC 6750 §3.1 as the issue asks: `invalid_token` for any credential that was sent and refused. */
+/** RFC 6750 §3.1: `invalid_token` for any credential that was sent and refused. */
 const invalidCredentialChallenge = { 'www-authenticate': bearerChallenge('invalid_token') }
 
 /**
- * The gateway's problem table. Codes are stable and never reused; the README lists
+ * The gateway's problem table. Codes are stable and never reused; docs/errors.md lists
  * each one and a test keeps the two in step. Details never echo a credential.
  * `credentials_missing` and `invalid_token` are shared with identity (AuthProblems).
  */

@@ -56,7 +56,7 @@ function refuseBadHost (request: FastifyRequest, hosts: number): void {
 }
 
 /**
- * The gateway's checks, in DESIGN order, before any body is read: one well-formed Host
+ * The gateway's checks, cheapest first, before any body is read: one well-formed Host
  * (400), normalise the path and check the query (path tricks are refused, never
  * reinterpreted; so are method overrides), match the route (404/405), read the
  * inflection header (400), authenticate (400/401/503) and authorise (403).

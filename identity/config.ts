@@ -5,7 +5,7 @@ import { parseRedisTarget, redisEnvProperties, type RedisTarget } from '../commo
 
 /**
  * Identity configuration: the one schema, validated once at start. Every field is an
- * environment variable; the README's reference table is checked against this schema.
+ * environment variable; docs/configuration.md's table is checked against this schema.
  */
 export const IdentityEnvSchema = Type.Object({
   IDENTITY_HOST: Type.String({ default: '0.0.0.0', description: 'Interface of the public listener (login, refresh, logout, JWKS).' }),

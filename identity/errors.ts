@@ -3,7 +3,7 @@ import { AuthProblems, bearerChallenge, defineProblem } from '../common/problem.
 const invalidTokenChallenge = { 'www-authenticate': bearerChallenge('invalid_token') }
 
 /**
- * Identity's problem table. Codes are stable and never reused; the README lists each
+ * Identity's problem table. Codes are stable and never reused; docs/errors.md lists each
  * one and a test keeps the two in step.
  */
 export const IdentityProblems = {

@@ -10,7 +10,7 @@ import type { MicroResult } from '../report/types.js'
 import { median } from '../rounds.js'
 
 /**
- * Inflection micro-benchmark (issue 5), no network: what converting the keys of a JSON
+ * Inflection micro-benchmark, no network: what converting the keys of a JSON
  * body costs on top of the JSON round-trip the gateway would pay anyway.
  *
  * For each body size and key style, two operations run in alternating rounds on the same
@@ -25,7 +25,7 @@ import { median } from '../rounds.js'
  * MB/s are of input bytes, with 1 MB = 1 048 576 bytes like the size labels.
  */
 
-/** The issue's target: inflecting may cost at most this much more than the bare JSON round-trip. */
+/** The target: inflecting may cost at most this much more than the bare JSON round-trip. */
 export const MAX_COST_RATIO = 1.3
 
 export interface MicroSize {

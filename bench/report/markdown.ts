@@ -9,7 +9,7 @@ import {
  * the `BenchResult`. Pure: no I/O, same input, same text.
  *
  * Every text that comes from the result (titles, labels, notes, machine strings) is
- * treated as Markdown inline text whose only markup is code spans (the issue writes
+ * treated as Markdown inline text whose only markup is code spans (the targets write
  * `GET /users` in backticks): code spans are kept, everything else is escaped, so a
  * title with `<`, `&`, `*` or `|` cannot break the table or inject HTML.
  */
@@ -23,7 +23,7 @@ export const MET_MARK = '✅'
 export const MISSED_MARK = '❌'
 export const REPORTED_MARK = 'reported'
 
-// The issue's targets for the parts whose result carries no target text of its own.
+// The targets for the parts whose result carries no target text of its own.
 const FLOOD_TARGET = 'argon2 verifications/s never more than the negative cache allows'
 const IDENTITY_TARGET = 'refreshes/s ≥ 20 × logins/s'
 const MEMORY_TARGET = 'final RSS ≤ 1.5 × warm-up RSS'

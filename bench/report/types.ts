@@ -33,7 +33,7 @@ export interface VariantResult {
 }
 
 export interface Target {
-  /** The wording, e.g. "≥ 0.90 × bare proxy; p99 ≤ bare p99 + 1 ms". */
+  /** The target as stated, e.g. "≥ 0.90 × bare proxy; p99 ≤ bare p99 + 1 ms". */
   description: string
   /** Variant id the ratio is taken against. */
   against: string

@@ -28,7 +28,7 @@ export interface ApiKeyVerifierOptions {
 }
 
 /**
- * API key verification behind two cache tiers (DESIGN "Gateway request path" §3):
+ * API key verification behind two cache tiers, cheapest first:
  * checksum without I/O → L1 (in-process LRU with TTL) → L2 (Redis) → identity.
  * Concurrent misses for one key share one identity call. Refusals are cached in L1
  * only, briefly: enough to absorb a flood of the same bad key, short enough that a

@@ -85,7 +85,7 @@ export function createAuthenticator (deps: { keys: ApiKeyVerifier, tokens: Acces
   }
 }
 
-/** True when `granted` allows `required`, with `resource:*` and `*` wildcards (DESIGN "Permissions"). */
+/** True when `granted` allows `required`; `resource:*` grants every action on a resource, `*` everything. */
 export function permits (granted: readonly string[], required: string): boolean {
   if (granted.includes(required) || granted.includes('*')) return true
   const colon = required.indexOf(':')

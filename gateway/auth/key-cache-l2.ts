@@ -26,7 +26,7 @@ const L2_RECOVERY_INTERVAL_MS = 1_000
 const CLUSTER_SLOTS = 16_384
 
 /**
- * L2 of the API key cache (DESIGN "Gateway request path" §3): verified keys in Redis,
+ * L2 of the API key cache: verified keys in Redis,
  * shared by every gateway replica, under the HMAC cache key of the presented key, with
  * an index per key id that an eviction reads to find the key's entries.
  *

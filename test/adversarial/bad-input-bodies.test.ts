@@ -4,7 +4,7 @@ import { assertJson, assertStatus } from '../helpers/assert.js'
 import { assertPrototypeClean, runCorpus, startCorpus, type BadInput, type Reaches } from './corpus.js'
 
 /**
- * Bad request bodies through the gateway (issue 6, "Bad input"): malformed JSON, wrong
+ * Bad request bodies through the gateway (the bad-input corpus): malformed JSON, wrong
  * types, missing and extra members, bodies over the limit, Content-Type and
  * Content-Encoding lies, invalid UTF-8, 10 000-deep nesting and 1 000 000-key objects
  * sent to an inflected route, `__proto__` / `constructor` / `prototype` members, and

@@ -6,7 +6,7 @@ import type { SocketAnswer } from '../helpers/raw-socket.js'
 import { runCorpus, startCorpus, withChecksum, type BadInput, type Reaches } from './corpus.js'
 
 /**
- * Bad headers through the gateway (issue 6, "Bad input"): CR, LF and NUL in header
+ * Bad headers through the gateway (the bad-input corpus): CR, LF and NUL in header
  * values, broken header syntax and body framing, oversized headers, duplicate
  * x-api-key and Authorization headers, both credentials at once, empty Bearer, Bearer
  * with spaces or a second scheme, API keys with a bad checksum, a wrong prefix, or the

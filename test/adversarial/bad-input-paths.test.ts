@@ -4,7 +4,7 @@ import { rawRequest } from '../helpers/http.js'
 import { runCorpus, startCorpus, type BadInput, type Reaches } from './corpus.js'
 
 /**
- * Bad paths and methods through the gateway (issue 6, "Bad input"): `%2e%2e`, `%2f`,
+ * Bad paths and methods through the gateway (the bad-input corpus): `%2e%2e`, `%2f`,
  * `//`, `\`, `..;`, `;` matrix parameters (raw and `%3b`), `#`, mixed case, trailing
  * dots, overlong UTF-8, raw bytes, absolute- and asterisk-form targets, WebSocket and
  * h2c upgrades, method-override headers and `_method`, and odd methods. A key that may

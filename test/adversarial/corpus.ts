@@ -11,7 +11,7 @@ import { requestBytes, socketRequest, type SocketAnswer } from '../helpers/raw-s
 import type { SessionTokens } from '../helpers/session-setup.js'
 
 /**
- * The bad-input corpus (issue 6): each case is one request written byte for byte to
+ * The bad-input corpus: each case is one request written byte for byte to
  * the gateway's socket, with the answer it must get. The runner checks every case the
  * same way: the status and problem code (problem+json), that no secret of the stack
  * or of the request comes back, which upstream (if any) answered, and that no state

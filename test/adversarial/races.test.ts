@@ -8,7 +8,7 @@ import { watchForLeaks } from '../helpers/leak-watch.js'
 import { sidOf, type SessionTokens } from '../helpers/session-setup.js'
 
 /**
- * Races (issue 6), through the gateway over real sockets: 50 concurrent refreshes of
+ * Races, through the gateway over real sockets: 50 concurrent refreshes of
  * one refresh token, 20 concurrent creations of one key name, a key rotated while
  * traffic keeps using its old secret on two gateway replicas, and a key revoked while
  * traffic hammers it on both (a miss racing the eviction must not bring it back).
@@ -23,7 +23,7 @@ import { sidOf, type SessionTokens } from '../helpers/session-setup.js'
 const leaks = watchForLeaks()
 const RACERS = 50
 const GRACE_SECONDS = 10
-/** DESIGN "API keys": changes reach every gateway within 1 s; the polls allow three. */
+/** Key and session changes must reach every gateway within 1 s; the polls allow three. */
 const PROPAGATION_MS = 1_000
 const REFRESH_PATHS = ['/tokens', '/jetons'] as const
 

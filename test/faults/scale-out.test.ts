@@ -6,8 +6,8 @@ import { watchForLeaks } from '../helpers/leak-watch.js'
 import { startProcessStack, type GatewayProcess, type ProcessStack, type ServerProcess } from '../helpers/process-stack.js'
 
 /**
- * Scale-out (issue 6): two gateway processes on one Redis. A revoked API key or
- * session is refused by both within 1 s (DESIGN "API keys"), measured over 20 trials
+ * Scale-out: two gateway processes on one Redis. A revoked API key or
+ * session is refused by both within 1 s, measured over 20 trials
  * each. Every trial warms a fresh credential on both gateways first, so both hold it
  * in memory; cache TTLs and the revocation re-sync are an hour, so only identity's
  * event (Redis pub/sub) can make a gateway refuse it in time.

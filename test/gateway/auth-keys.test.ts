@@ -11,7 +11,7 @@ import {
 } from '../helpers/gateway-auth.js'
 
 /**
- * API keys at the gateway (DESIGN "Gateway request path" §2–3, "API keys"): which
+ * API keys at the gateway: which
  * credential problems are answered how, the checksum refusing typos without I/O,
  * the two cache tiers and what each may hold, single-flight and negative caching,
  * expiry bounding every cache entry, and rotation's grace period.

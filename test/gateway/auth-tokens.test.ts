@@ -9,7 +9,7 @@ import {
 } from '../helpers/gateway-auth.js'
 
 /**
- * Access tokens at the gateway (DESIGN "Access tokens", "Gateway request path" §4):
+ * Access tokens at the gateway:
  * every forged, altered, misused or dead token is a 401 `invalid_token` with RFC
  * 6750's challenge. The forgeries that matter most are signed with identity's real
  * private key, read from its database, with exactly one thing wrong: a control

@@ -8,7 +8,7 @@ import { assertRefused, pollUntil, signToken, strangerSigner } from '../helpers/
 import { claimsOf } from '../helpers/session-setup.js'
 
 /**
- * DESIGN "Degraded modes": with Redis down the gateway serves on L1 and identity
+ * Degraded modes: with Redis down the gateway serves on L1 and identity
  * and never answers 5xx for what it can verify, then reconnects on its own; with
  * identity down, tokens and cached keys keep working and an uncached key is a 503
  * with Retry-After, never a 200 (fail closed).

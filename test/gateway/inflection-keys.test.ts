@@ -33,7 +33,7 @@ const TABLE: Array<[string, [string, string, string, string]]> = [
   ['', ['', '', '', '']],
   ['a', ['a', 'a', 'a', 'A']],
   ['x_1_y', ['x_1_y', 'x_1Y', 'x-1-y', 'X_1Y']],
-  // Beyond the list: the edges of each rule.
+  // Beyond the documented examples: the edges of each rule.
   ['firstName', ['first_name', 'firstName', 'first-name', 'FirstName']],
   ['FirstName', ['first_name', 'firstName', 'first-name', 'FirstName']],
   ['addressLine_1', ['address_line_1', 'addressLine_1', 'address-line-1', 'AddressLine_1']],

@@ -12,7 +12,7 @@ import {
 } from '../helpers/gateway-auth.js'
 
 /**
- * Identity's invalidation events reaching every gateway replica (DESIGN "API keys":
+ * Identity's invalidation events reaching every gateway replica (the promise:
  * "Revocation, rotation, expiry and permission changes reach every gateway within
  * 1 s while Redis is up"). Two replicas share one Redis. Cache TTLs and the
  * revocation sync period are an hour, so a refusal within a second can only come

@@ -1,7 +1,7 @@
 import type { Test } from 'tap'
 
 /**
- * "Secrets never leak" (issue 6): a suite registers every log source it starts (child
+ * Secrets never leak into logs: a suite registers every log source it starts (child
  * processes' stdout and stderr, in-process captures) and every secret it handles
  * (passwords, full API keys, tokens, credentials); at the end no log line may contain
  * any of them. Shapes are checked too, so a secret the suite never saw (a key created

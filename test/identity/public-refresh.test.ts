@@ -131,7 +131,7 @@ t.test('error', async (t) => {
     const first = await login()
     t.equal((await admin('POST', `/admin/users/${userId}/disable`)).status, 200)
     t.match(await session(first.access_token), { status: 'revoked', revoked_reason: 'user_disabled' })
-    // Disabling ends every session of the user (DESIGN), so the session is what is refused.
+    // Disabling ends every session of the user (a disabled user keeps no way in), so the session is what is refused.
     assertProblem(t, await refresh(first.access_token, first.refresh_token), 401, 'session_revoked')
   })
 })

@@ -1,36 +1,25 @@
 import t from 'tap'
 import { readFileSync } from 'node:fs'
+import type { Registry } from 'prom-client'
 import type { TObject } from 'typebox'
 import { AuthProblems, CommonProblems } from '../../common/problem.js'
 import { GatewayEnvSchema } from '../../gateway/config.js'
 import { GatewayProblems } from '../../gateway/errors.js'
+import { createGatewayMetrics } from '../../gateway/observability/metrics.js'
 import { GatewayOptionsSchema } from '../../gateway/options.js'
 import { UpstreamsFileSchema } from '../../gateway/routing/schema.js'
 import { IdentityEnvSchema } from '../../identity/config.js'
 import { IdentityProblems } from '../../identity/errors.js'
+import { createIdentityMetrics } from '../../identity/observability/metrics.js'
 import { UpstreamMockEnvSchema } from '../../upstream-mock/config.js'
 import { UpstreamMockProblems } from '../../upstream-mock/errors.js'
+import { section, tableRows } from './markdown.js'
 
-/** The README's reference tables are documentation users rely on: they must not drift. */
-const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8')
-
-/** The text under a `###` heading, up to the next heading. */
-function section (heading: string): string {
-  const start = readme.indexOf(`\n### ${heading}\n`)
-  if (start === -1) return ''
-  const end = readme.slice(start + heading.length + 6).search(/\n#{1,3} /)
-  return end === -1 ? readme.slice(start) : readme.slice(start, start + heading.length + 6 + end)
-}
-
-function tableRows (text: string, firstCell: RegExp): Map<string, string[]> {
-  const rows = new Map<string, string[]>()
-  for (const line of text.split('\n')) {
-    const cells = line.split('|').slice(1, -1).map((c) => c.trim())
-    const name = /^`([^`]+)`$/.exec(cells[0] ?? '')?.[1]
-    if (name !== undefined && firstCell.test(name)) rows.set(name, cells.slice(1))
-  }
-  return rows
-}
+/** The reference tables of docs/ are documentation users rely on: they must not drift. */
+const doc = (name: string): string => readFileSync(new URL(`../../docs/${name}`, import.meta.url), 'utf8')
+const configuration = doc('configuration.md')
+const errors = doc('errors.md')
+const operations = doc('operations.md')
 
 const ENVIRONMENTS: Array<[string, TObject]> = [
   ['Identity environment', IdentityEnvSchema],
@@ -40,9 +29,9 @@ const ENVIRONMENTS: Array<[string, TObject]> = [
 
 for (const [heading, schemaObject] of ENVIRONMENTS) {
   t.test(`every variable of "${heading}" is documented with its default`, async (t) => {
-    const rows = tableRows(section(heading), /^[A-Z][A-Z0-9_]+$/)
+    const rows = tableRows(section(configuration, heading), /^[A-Z][A-Z0-9_]+$/)
     const schema = schemaObject.properties as Record<string, { default?: unknown }>
-    t.same([...rows.keys()].sort(), Object.keys(schema).sort(), 'same variables in README and schema')
+    t.same([...rows.keys()].sort(), Object.keys(schema).sort(), 'same variables in docs/configuration.md and schema')
     for (const [name, property] of Object.entries(schema)) {
       const documented = rows.get(name)?.[0]
       if (property.default === undefined) t.match(documented, /required|unset/, `${name} has no default`)
@@ -77,9 +66,9 @@ const CONFIG_FIELDS: Array<[string, SchemaNode, Set<string>]> = [
 
 for (const [heading, schema, opaque] of CONFIG_FIELDS) {
   t.test(`every field of "${heading}" is documented with its default`, async (t) => {
-    const rows = tableRows(section(heading), /^[a-zA-Z][\w.[\]]*$/)
+    const rows = tableRows(section(configuration, heading), /^[a-zA-Z][\w.[\]]*$/)
     const fields = fieldsOf(schema, opaque)
-    t.same([...rows.keys()].sort(), [...fields.keys()].sort(), 'same fields in README and schema')
+    t.same([...rows.keys()].sort(), [...fields.keys()].sort(), 'same fields in docs/configuration.md and schema')
     for (const [path, expected] of fields) {
       const documented = rows.get(path)?.[0]
       if (expected === 'unset') t.match(documented, /^\(unset\)$|^`null`$/, `${path} is optional without a default`)
@@ -88,8 +77,8 @@ for (const [heading, schema, opaque] of CONFIG_FIELDS) {
   })
 }
 
-t.test('every problem code has one README row with its status and title', async (t) => {
-  const rows = tableRows(readme, /^[a-z][a-z0-9_]+$/)
+t.test('every problem code has one docs/errors.md row with its status and title', async (t) => {
+  const rows = tableRows(section(errors, 'Problem codes'), /^[a-z][a-z0-9_]+$/)
   // Identity re-exports the shared auth problems: count each problem once.
   const problems = [...new Set([...Object.values(CommonProblems), ...Object.values(AuthProblems),
     ...Object.values(IdentityProblems), ...Object.values(GatewayProblems), ...Object.values(UpstreamMockProblems)])]
@@ -99,3 +88,27 @@ t.test('every problem code has one README row with its status and title', async 
     t.same(rows.get(problem.code), [String(problem.status), problem.title], problem.code)
   }
 })
+
+/** The series a registry declares, without prom-client's process and Node.js metrics. */
+function ownMetrics (registry: Registry, prefix: string): Map<string, string[]> {
+  const defaults = new RegExp(`^${prefix}(process|nodejs)_`)
+  const metrics = registry.getMetricsAsArray() as unknown as Array<{ name: string, labelNames: string[] }>
+  return new Map(metrics.filter((m) => !defaults.test(m.name)).map((m) => [m.name, [...m.labelNames]]))
+}
+
+const METRICS: Array<[string, () => Map<string, string[]>]> = [
+  ['Gateway metrics', () => ownMetrics(createGatewayMetrics().registry, 'portier_gateway_')],
+  ['Identity metrics', () => ownMetrics(createIdentityMetrics({ processMetrics: false }).registry, 'portier_identity_')]
+]
+
+for (const [heading, declared] of METRICS) {
+  t.test(`every series of "${heading}" is documented with its labels`, async (t) => {
+    const rows = tableRows(section(operations, heading), /^portier_[a-z0-9_]+$/)
+    const metrics = declared()
+    t.same([...rows.keys()].sort(), [...metrics.keys()].sort(), 'same series in docs/operations.md and the code')
+    for (const [name, labels] of metrics) {
+      const documented = [...(rows.get(name)?.[0] ?? '').matchAll(/`([^`]+)`/g)].map((m) => m[1])
+      t.same(documented.sort(), [...labels].sort(), `${name} labels`)
+    }
+  })
+}
