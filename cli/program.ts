@@ -1,15 +1,19 @@
 import { Command, CommanderError, Option } from 'commander'
 import { ConfigError } from '../common/config.js'
 import { isPortierProblem } from '../common/problem.js'
-import { registerGatewayCommands } from '../gateway/cli.js'
-import { registerIdentityCommands } from '../identity/cli/index.js'
+import { registerConfigCommands } from './commands/config.js'
+import { registerKeyCommands } from './commands/keys.js'
+import { registerRoleCommands } from './commands/roles.js'
+import { registerSessionCommands } from './commands/sessions.js'
+import { registerSigningKeyCommands } from './commands/signing-keys.js'
+import { registerUserCommands } from './commands/users.js'
 import { EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type CliIo } from './io.js'
 import { OUTPUT_FORMATS } from './output.js'
 
 /**
- * The `portier` program. Command groups register themselves on it (identity's and
- * the gateway's `config` group later); settings made here before they register
- * (output streams, error handling) are inherited by every subcommand.
+ * The `portier` program, one command group per file of commands/, named as the
+ * command. Settings made here before the groups register (output streams, error
+ * handling) are inherited by every subcommand.
  */
 export function createPortierProgram (io: CliIo): Command {
   const program = new Command('portier')
@@ -27,8 +31,15 @@ export function createPortierProgram (io: CliIo): Command {
     .configureHelp({ showGlobalOptions: true })
     .showHelpAfterError('(add --help for usage)')
     .showSuggestionAfterError()
-  registerIdentityCommands(program, io)
-  registerGatewayCommands(program, io)
+  // Identity's groups: the admin API's operations, run directly on the database named by
+  // IDENTITY_DATABASE_PATH, through the same services and views.
+  registerUserCommands(program, io)
+  registerRoleCommands(program, io)
+  registerKeyCommands(program, io)
+  registerSessionCommands(program, io)
+  registerSigningKeyCommands(program, io)
+  // The gateway's: its upstreams file.
+  registerConfigCommands(program, io)
   return program
 }
 

@@ -1,6 +1,5 @@
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client'
-import type { KeyInvalidReason } from '../services/api-keys.js'
-import type { KeySecretScheme } from '../services/key-secrets.js'
+import type { KeyInvalidReason, KeySecretScheme } from '../services/api-key-outcomes.js'
 
 export type Argon2Operation = 'hash' | 'verify'
 /** `dummy`: the verification an unknown e-mail costs at login, and the hash it is checked against (made once at start). */

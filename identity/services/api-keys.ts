@@ -2,11 +2,12 @@ import { generateApiKey, parseApiKey } from '../../common/api-key-format.js'
 import { newId } from '../../common/random.js'
 import type { EventBus } from '../../common/event-bus.js'
 import type { AuthEvent } from '../../common/events.js'
-import type { Db } from '../store/database.js'
+import type { Db } from '../store/db.js'
 import type { ApiKeysStore, ApiKeyRecord, ApiKeySecretRecord } from '../store/api-keys-store.js'
 import { IdentityProblems } from '../errors.js'
 import type { IdentityMetrics } from '../observability/metrics.js'
 import type { KeyVerificationResult } from '../observability/metrics.js'
+import type { KeyInvalidReason } from './api-key-outcomes.js'
 import { createAttemptBudget } from './attempt-budget.js'
 import type { Clock } from './clock.js'
 import type { KeySecrets } from './key-secrets.js'
@@ -22,13 +23,6 @@ const DAY_MS = 86_400_000
  */
 export const LEGACY_WRONG_SECRETS_PER_WINDOW = 5
 export const LEGACY_WRONG_SECRET_WINDOW_MS = 15 * 60_000
-
-/**
- * Why identity refused a key, as answered. Without a verified secret the only answers
- * are `malformed` and `unknown`: a key's state (expired, revoked, disabled, a secret
- * retired by rotation) is told only to whoever proved they hold the secret.
- */
-export type KeyInvalidReason = 'malformed' | 'unknown' | 'expired' | 'revoked' | 'disabled' | 'secret_retired'
 
 export type KeyVerification =
   | {

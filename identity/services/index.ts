@@ -1,7 +1,7 @@
 import type { EventBus } from '../../common/event-bus.js'
 import { ACCESS_TOKEN_TTL_SECONDS, type IdentityCoreConfig } from '../config.js'
 import { createIdentityMetrics, type IdentityMetrics } from '../observability/metrics.js'
-import type { Db } from '../store/database.js'
+import type { Db } from '../store/db.js'
 import { createApiKeysStore } from '../store/api-keys-store.js'
 import { createRolesStore } from '../store/roles-store.js'
 import { createSessionsStore } from '../store/sessions-store.js'

@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { IdentityMetrics } from '../observability/metrics.js'
+import type { KeySecretScheme } from './api-key-outcomes.js'
 import type { SecretHasher } from './password-hasher.js'
 
 /**
@@ -13,8 +14,6 @@ import type { SecretHasher } from './password-hasher.js'
  * still verify, and are rewritten as SHA-256 on their next successful verification.
  */
 const SHA256_PREFIX = 'sha256$'
-
-export type KeySecretScheme = 'sha256' | 'argon2id'
 
 export interface KeySecretCheck {
   valid: boolean

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { newId, randomBase62 } from '../../common/random.js'
 import type { EventBus } from '../../common/event-bus.js'
-import type { Db } from '../store/database.js'
+import type { Db } from '../store/db.js'
 import type { SessionsStore, SessionRecord } from '../store/sessions-store.js'
 import type { UsersStore } from '../store/users-store.js'
 import { IdentityProblems } from '../errors.js'

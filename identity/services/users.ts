@@ -1,6 +1,6 @@
 import { newId } from '../../common/random.js'
 import type { EventBus } from '../../common/event-bus.js'
-import type { Db } from '../store/database.js'
+import type { Db } from '../store/db.js'
 import type { RolesStore } from '../store/roles-store.js'
 import type { UsersStore, UserRecord } from '../store/users-store.js'
 import { IdentityProblems } from '../errors.js'

@@ -1,4 +1,5 @@
-import { commitWithoutSync, type Db } from './database.js'
+import { commitWithoutSync } from './database.js'
+import type { Db } from './db.js'
 
 export interface ApiKeyRecord {
   id: string

@@ -1,9 +1,8 @@
 import Database from 'better-sqlite3'
 import { requireIdentityDatabase } from './database-file.js'
 import { prepareDatabaseFiles } from './database-permissions.js'
+import type { Db } from './db.js'
 import { migrate } from './migrations.js'
-
-export type Db = Database.Database
 
 const BUSY_TIMEOUT_MS = 5_000
 

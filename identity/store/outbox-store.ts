@@ -1,4 +1,4 @@
-import type { Db } from './database.js'
+import type { Db } from './db.js'
 
 /** One event waiting to be published by the identity server. */
 export interface OutboxRow {

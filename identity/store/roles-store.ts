@@ -1,4 +1,4 @@
-import type { Db } from './database.js'
+import type { Db } from './db.js'
 
 export interface RoleRecord {
   name: string

@@ -1,7 +1,7 @@
 import type { Command } from 'commander'
-import type { CliIo } from '../../cli/io.js'
-import { signingKeyView } from '../views.js'
-import { identityAction } from './context.js'
+import { signingKeyView } from '../../identity/views.js'
+import type { CliIo } from '../io.js'
+import { identityAction } from '../identity-action.js'
 
 /** `portier signing-keys …`: the operations of /admin/signing-keys. */
 export function registerSigningKeyCommands (program: Command, io: CliIo): void {

@@ -1,10 +1,10 @@
 import type { Command } from 'commander'
 import type { TInteger } from 'typebox'
-import type { CliIo } from '../../cli/io.js'
-import { Id, SessionListLimit } from '../schemas.js'
-import { sessionView } from '../views.js'
-import { identityAction } from './context.js'
-import { checked, checkedArgument, parseWholeNumber } from './input.js'
+import { Id, SessionListLimit } from '../../identity/schemas.js'
+import { sessionView } from '../../identity/views.js'
+import type { CliIo } from '../io.js'
+import { identityAction } from '../identity-action.js'
+import { checked, checkedArgument, parseWholeNumber } from '../input.js'
 
 // Typed view of the schema's own bounds, for the help text and the default.
 const limits = SessionListLimit as TInteger & { maximum: number, default: number }

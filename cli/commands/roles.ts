@@ -1,9 +1,9 @@
 import type { Command } from 'commander'
-import type { CliIo } from '../../cli/io.js'
-import { Permissions, RoleName } from '../schemas.js'
-import { roleView } from '../views.js'
-import { identityAction } from './context.js'
-import { checked, checkedArgument, parseList, PERMISSIONS_HINT } from './input.js'
+import { Permissions, RoleName } from '../../identity/schemas.js'
+import { roleView } from '../../identity/views.js'
+import type { CliIo } from '../io.js'
+import { identityAction } from '../identity-action.js'
+import { checked, checkedArgument, parseList, PERMISSIONS_HINT } from '../input.js'
 
 /** `portier roles …`: the operations of /admin/roles. */
 export function registerRoleCommands (program: Command, io: CliIo): void {

@@ -1,6 +1,6 @@
 import type { Command } from 'commander'
-import type { CliIo } from '../cli/io.js'
-import type { UpstreamsConfig } from './routing/index.js'
+import type { UpstreamsConfig } from '../../gateway/routing/index.js'
+import type { CliIo } from '../io.js'
 
 const count = (n: number, one: string, many: string): string => `${n} ${n === 1 ? one : many}`
 
@@ -11,10 +11,10 @@ function summary (config: UpstreamsConfig): string {
 }
 
 /**
- * The gateway's command group. `config check` needs no environment: it reads only the
- * file, so it can run in CI before a deploy.
+ * `portier config …`: the gateway's upstreams file. `config check` needs no environment:
+ * it reads only the file, so it can run in CI before a deploy.
  */
-export function registerGatewayCommands (program: Command, io: CliIo): void {
+export function registerConfigCommands (program: Command, io: CliIo): void {
   const config = program.command('config').description('the gateway\'s upstreams file')
 
   config.command('check')
@@ -23,7 +23,7 @@ export function registerGatewayCommands (program: Command, io: CliIo): void {
     .argument('<file>', 'the upstreams file (.yaml, .yml or .json)')
     .action(async (file: string) => {
       // Loaded here, not with the program: every other command would pay for the YAML parser and the schema compile.
-      const { loadUpstreamsFile } = await import('./routing/index.js')
+      const { loadUpstreamsFile } = await import('../../gateway/routing/index.js')
       // A failure is a ConfigError: runPortier prints its lines and exits 78.
       const { config: loaded } = loadUpstreamsFile(file, { strict: true })
       io.stdout.write(`ok: ${file}: ${summary(loaded)}\n`)

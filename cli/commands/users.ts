@@ -1,12 +1,12 @@
 import type { Command } from 'commander'
 import { Type } from 'typebox'
-import type { CliIo } from '../../cli/io.js'
-import { Email, Id, MAX_ROLES_PER_USER, RoleName } from '../schemas.js'
-import type { IdentityServices } from '../services/index.js'
-import type { UserRecord } from '../store/users-store.js'
-import { userView } from '../views.js'
-import { identityAction } from './context.js'
-import { checked, checkedArgument, parseList, passwordFrom, withPasswordOptions, type PasswordOptions } from './input.js'
+import { Email, Id, MAX_ROLES_PER_USER, RoleName } from '../../identity/schemas.js'
+import type { IdentityServices } from '../../identity/services/index.js'
+import type { UserRecord } from '../../identity/store/users-store.js'
+import { userView } from '../../identity/views.js'
+import type { CliIo } from '../io.js'
+import { identityAction } from '../identity-action.js'
+import { checked, checkedArgument, parseList, passwordFrom, withPasswordOptions, type PasswordOptions } from '../input.js'
 
 /** As the admin routes' `roles` member. */
 const RoleNames = Type.Array(RoleName, { maxItems: MAX_ROLES_PER_USER })

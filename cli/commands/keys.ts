@@ -1,12 +1,12 @@
 import { Option, type Command } from 'commander'
-import { warn, UsageError, type CliIo } from '../../cli/io.js'
-import type { Answer } from '../../cli/output.js'
-import { GraceSeconds, Id, KeyName, Permissions, Timestamp } from '../schemas.js'
-import type { CreatedKey } from '../services/api-keys.js'
-import type { IdentityServices } from '../services/index.js'
-import { apiKeyView } from '../views.js'
-import { identityAction } from './context.js'
-import { checked, checkedArgument, parseDurationSeconds, parseList, parseWholeNumber, PERMISSIONS_HINT, TIMESTAMP_HINT } from './input.js'
+import { GraceSeconds, Id, KeyName, Permissions, Timestamp } from '../../identity/schemas.js'
+import type { CreatedKey } from '../../identity/services/api-keys.js'
+import type { IdentityServices } from '../../identity/services/index.js'
+import { apiKeyView } from '../../identity/views.js'
+import { warn, UsageError, type CliIo } from '../io.js'
+import type { Answer } from '../output.js'
+import { identityAction } from '../identity-action.js'
+import { checked, checkedArgument, parseDurationSeconds, parseList, parseWholeNumber, PERMISSIONS_HINT, TIMESTAMP_HINT } from '../input.js'
 
 const KEY_COLUMNS = ['id', 'name', 'key_prefix', 'status', 'permissions', 'expires_at', 'last_used_at']
 

@@ -3,9 +3,9 @@ import { Writable } from 'node:stream'
 import { createInterface } from 'node:readline'
 import { Option, type Command } from 'commander'
 import type { Static, TSchema } from 'typebox'
-import { createAjv } from '../../common/ajv.js'
-import { UsageError, type CliIo } from '../../cli/io.js'
-import { Password } from '../schemas.js'
+import { createAjv } from '../common/ajv.js'
+import { Password } from '../identity/schemas.js'
+import { UsageError, type CliIo } from './io.js'
 
 /**
  * Parsing and validation of command-line input. The rules are the admin routes'
