@@ -55,7 +55,11 @@ t.test('happy: `--users 10` starts on UPSTREAM_MOCK_PORT, answers, and exits 0 o
 t.test('error: a bad flag or environment stops the server with a message', async (t) => {
   const flag = await startServer(['--users', '5'], { UPSTREAM_MOCK_PORT: '0' }).exited
   t.not(flag.exitCode, 0, '--users 5: refused')
+  t.equal(flag.exitCode, 64, '--users 5: EX_USAGE')
   t.match(flag.stderr, /--users.*must be an integer from 10 to 100000/)
+  const unknown = await startServer(['--userz', '10'], { UPSTREAM_MOCK_PORT: '0' }).exited
+  t.equal(unknown.exitCode, 64, 'an unknown flag: EX_USAGE')
+  t.match(unknown.stderr, /--userz[\s\S]*Usage: upstream-mock/, 'names the flag and prints the usage')
   const env = await startServer([], { UPSTREAM_MOCK_PORT: 'eighty', UPSTREAM_MOCK_USERS: '100001', LOG_LEVEL: 'chatty' }).exited
   t.equal(env.exitCode, 78, 'EX_CONFIG')
   t.match(env.stderr, /UPSTREAM_MOCK_PORT: must be integer/)
