@@ -197,17 +197,31 @@ export function sendProblem (reply: FastifyReply, problem: PortierProblem): Fast
 }
 
 /**
- * Installs the problem+json error and not-found handlers on an instance. Server
- * errors are logged with their stack; client errors are not (they are expected).
+ * The one error handler of every Portier context (each service's apps, the gateway's
+ * traffic and metrics contexts inside a host app, Fastify's framework errors): anything
+ * thrown is answered as its problem. Only what no problem table defines, answered as
+ * `internal_error`, is logged here, with its stack: a problem we defined is an outcome
+ * we meant (an upstream that did not answer, bodies at capacity, a refused
+ * credential), which the request's own log line records.
  */
+export function answerError (error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const problem = toProblem(error, request)
+  if (problem.code === CommonProblems.internal.code) request.log.error({ err: error }, 'request failed')
+  return sendProblem(reply, problem)
+}
+
+/**
+ * Installs the problem+json error handler on a context. A context that is not a whole
+ * app (a plugin's, inside a host app that may have its own not-found handler) takes
+ * this one alone.
+ */
+export function installProblemErrorHandler (app: FastifyInstance): void {
+  app.setErrorHandler(answerError)
+}
+
+/** Installs the problem+json error and not-found handlers on a Portier app. */
 export function installProblemHandlers (app: FastifyInstance): void {
-  app.setErrorHandler((error, request, reply) => {
-    const problem = toProblem(error, request)
-    if ((problem.statusCode ?? 500) >= 500) {
-      request.log.error({ err: error }, 'request failed')
-    }
-    return sendProblem(reply, problem)
-  })
+  installProblemErrorHandler(app)
   app.setNotFoundHandler((request, reply) => {
     return sendProblem(reply, CommonProblems.notFound([request.method, request.url.split('?')[0]]))
   })
