@@ -83,6 +83,15 @@ export const CommonProblems = {
     'The server holds as many request bodies as it can right now; retry shortly.', { 'retry-after': '1' })
 } as const
 
+/** What fills the `%s` of some details above, when it is fixed words rather than a value of the request. */
+export const CommonDetails = {
+  /** validationFailed: a body shorter or longer than its Content-Length said. */
+  contentLengthMismatch: 'Content-Length does not match the body.'
+} as const
+
+/** A 4xx of Fastify's or a plugin's that no table maps (`http_<status>`): titled by its status, this otherwise. */
+const UNMAPPED_CLIENT_ERROR = { title: 'Client error', detail: 'The request could not be processed.' } as const
+
 /**
  * Problems of presented credentials that identity and the gateway both answer with:
  * one code means one thing whichever service says it.
@@ -100,7 +109,7 @@ const FASTIFY_CODES: Record<string, (error: FastifyError, request: FastifyReques
   FST_ERR_CTP_EMPTY_JSON_BODY: () => CommonProblems.emptyBody(),
   FST_ERR_CTP_BODY_TOO_LARGE: (_e, request) => CommonProblems.bodyTooLarge([request.routeOptions.bodyLimit]),
   FST_ERR_CTP_INVALID_MEDIA_TYPE: () => CommonProblems.unsupportedMediaType(),
-  FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => CommonProblems.validationFailed(['Content-Length does not match the body.'])
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => CommonProblems.validationFailed([CommonDetails.contentLengthMismatch])
 }
 
 /** True for the problems `defineProblem` creates (what services throw for expected outcomes). */
@@ -141,7 +150,7 @@ const genericClientProblems = new Map<number, ProblemFactory>()
 function genericClientProblem (status: number): PortierProblem {
   let factory = genericClientProblems.get(status)
   if (factory === undefined) {
-    factory = defineProblem(`http_${status}`, status, STATUS_CODES[status] ?? 'Client error', 'The request could not be processed.')
+    factory = defineProblem(`http_${status}`, status, STATUS_CODES[status] ?? UNMAPPED_CLIENT_ERROR.title, UNMAPPED_CLIENT_ERROR.detail)
     genericClientProblems.set(status, factory)
   }
   return factory()
