@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox'
 import { B64TOKEN_PATTERN } from '../common/bearer.js'
 import { ConfigError, validateConfig } from '../common/config.js'
+import { deepFreeze } from '../common/deep-freeze.js'
 import { listenerEnvProperties, listenerLimitsFromEnv, type ListenerTimeouts } from '../common/listener-limits.js'
 import { parseRedisTarget, redisEnvProperties } from '../common/redis-config.js'
 import { metricsOptionProblems, type GatewayOptionsInput } from './options.js'
@@ -67,7 +68,7 @@ export interface GatewayServerConfig {
   plugin: GatewayOptionsInput
 }
 
-/** Reads and validates the standalone gateway's environment; throws a ConfigError naming every bad variable. */
+/** Reads and validates the standalone gateway's environment, deep-frozen; throws a ConfigError naming every bad variable. */
 export function loadGatewayConfig (env: Record<string, string | undefined> = process.env): Readonly<GatewayServerConfig> {
   const e = validateConfig<GatewayEnv>(GatewayEnvSchema, env, 'gateway environment')
   const redis = parseRedisTarget({ url: e.REDIS_URL, clusterNodes: e.REDIS_CLUSTER_NODES })
@@ -79,7 +80,7 @@ export function loadGatewayConfig (env: Record<string, string | undefined> = pro
     ...metricsOptionProblems(metrics, { route: 'GATEWAY_METRICS_ON_MAIN_LISTENER', token: 'GATEWAY_METRICS_TOKEN' })
   ]
   if (problems.length > 0) throw new ConfigError('gateway environment', problems)
-  return Object.freeze({
+  return deepFreeze({
     host: e.GATEWAY_HOST,
     port: e.GATEWAY_PORT,
     metrics: e.GATEWAY_METRICS_PORT === 0 ? null : { host: e.GATEWAY_METRICS_HOST, port: e.GATEWAY_METRICS_PORT },
