@@ -1,5 +1,6 @@
 import type { ErrorObject } from 'ajv'
 import { createAjv } from './ajv.js'
+import { deepFreeze } from './deep-freeze.js'
 import type { TObject } from 'typebox'
 
 /** Thrown at start when configuration is invalid; lists every problem at once. */
@@ -25,7 +26,7 @@ function describe (error: ErrorObject, root: string): string {
 /**
  * Validates raw values (environment variables, plugin options) against a schema:
  * defaults applied, strings coerced to the declared types, every problem reported
- * with the name of the field. Returns a frozen copy.
+ * with the name of the field. Returns a copy, deep-frozen: nested options too.
  */
 export function validateConfig<T> (schema: TObject, raw: Record<string, unknown>, source: string, root = ''): Readonly<T> {
   const validate = createAjv(true).compile(schema)
@@ -38,5 +39,5 @@ export function validateConfig<T> (schema: TObject, raw: Record<string, unknown>
   if (!validate(candidate)) {
     throw new ConfigError(source, (validate.errors ?? []).map((e) => describe(e, root)))
   }
-  return Object.freeze(candidate) as Readonly<T>
+  return deepFreeze(candidate) as Readonly<T>
 }

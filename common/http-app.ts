@@ -6,7 +6,7 @@ import { installAcceptCheck } from './accept.js'
 import { createAjv } from './ajv.js'
 import { createBodyBudget, type BodyBudget } from './body-budget.js'
 import { DEFAULT_BUFFERED_BODIES_MAX_BYTES, DEFAULT_LISTENER_TIMEOUTS, httpServerTimeouts, type ListenerTimeouts } from './listener-limits.js'
-import { answerClientError, CommonProblems, installProblemHandlers, sendProblem, toProblem } from './problem.js'
+import { answerClientError, answerError, CommonProblems, installProblemHandlers, sendProblem } from './problem.js'
 import { ProblemSchema } from './problem-schema.js'
 import { queryStringProblem, searchOf } from './query-string.js'
 import { installRequestLogging, loggerOptions } from './logger.js'
@@ -50,7 +50,7 @@ export function createHttpApp (options: HttpAppOptions) {
     return503OnClosing: false,
     requestIdHeader: false,
     // Errors raised before routing (a malformed URL) get the same problem+json answer.
-    frameworkErrors: (error, request, reply) => { sendProblem(reply, toProblem(error, request)) },
+    frameworkErrors: (error, request, reply) => { answerError(error, request, reply) },
     // And requests Node's parser refuses before Fastify sees them.
     clientErrorHandler: answerClientError,
     genReqId: (req) => {

@@ -29,6 +29,8 @@ export const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 5_000
  * bodies cost can reach about twice this: 16 MiB keeps it well under 64 MiB.
  */
 export const DEFAULT_BUFFERED_BODIES_MAX_BYTES = 16 * 1024 * 1024
+/** The smallest such budget a service accepts: 64 KiB. */
+export const MIN_BUFFERED_BODIES_MAX_BYTES = 65_536
 
 export const DEFAULT_LISTENER_TIMEOUTS: Readonly<ListenerTimeouts> = Object.freeze({
   headersMs: DEFAULT_HEADERS_TIMEOUT_MS,
@@ -69,7 +71,7 @@ export function listenerEnvProperties<P extends string> (prefix: P, listeners: s
     HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: MAX_TIMEOUT_MS, default: DEFAULT_HEADERS_TIMEOUT_MS, description: `Longest time a client may take to send a request's headers to ${listeners} (408, connection closed).` }),
     REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: MAX_TIMEOUT_MS, default: DEFAULT_REQUEST_TIMEOUT_MS, description: `Longest time a client may take to send a whole request, body included, to ${listeners} (408, connection closed); at least the headers timeout.` }),
     KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: MAX_TIMEOUT_MS, default: DEFAULT_KEEP_ALIVE_TIMEOUT_MS, description: `How long an idle keep-alive connection to ${listeners} is kept open.` }),
-    BUFFERED_BODIES_MAX_BYTES: Type.Integer({ minimum: 65_536, default: DEFAULT_BUFFERED_BODIES_MAX_BYTES, description: `Request body bytes ${listeners} hold in memory across all requests in flight; a body beyond it is refused with 503 (16 MiB).` })
+    BUFFERED_BODIES_MAX_BYTES: Type.Integer({ minimum: MIN_BUFFERED_BODIES_MAX_BYTES, default: DEFAULT_BUFFERED_BODIES_MAX_BYTES, description: `Request body bytes ${listeners} hold in memory across all requests in flight; a body beyond it is refused with 503 (16 MiB).` })
   }
   return Object.fromEntries(ENV_SUFFIXES.map((suffix) => [`${prefix}_${suffix}`, properties[suffix]])) as Record<ListenerEnvName<P>, TInteger>
 }

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url'
 import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify'
 import { Type } from 'typebox'
 import type { AcceptRouteConfig } from './accept.js'
+import { deepFreeze } from './deep-freeze.js'
 import { DOCS_PREFIX, DOCUMENT_PATH } from './documentation-paths.js'
 import { createHttpApp } from './http-app.js'
 
@@ -203,14 +204,6 @@ async function generate (options: DocumentationOptions, register: (app: FastifyI
   } finally {
     await app.close()
   }
-}
-
-function deepFreeze<T> (value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value)
-    for (const member of Object.values(value)) deepFreeze(member)
-  }
-  return value
 }
 
 /**

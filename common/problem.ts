@@ -83,6 +83,15 @@ export const CommonProblems = {
     'The server holds as many request bodies as it can right now; retry shortly.', { 'retry-after': '1' })
 } as const
 
+/** What fills the `%s` of some details above, when it is fixed words rather than a value of the request. */
+export const CommonDetails = {
+  /** validationFailed: a body shorter or longer than its Content-Length said. */
+  contentLengthMismatch: 'Content-Length does not match the body.'
+} as const
+
+/** A 4xx of Fastify's or a plugin's that no table maps (`http_<status>`): titled by its status, this otherwise. */
+const UNMAPPED_CLIENT_ERROR = { title: 'Client error', detail: 'The request could not be processed.' } as const
+
 /**
  * Problems of presented credentials that identity and the gateway both answer with:
  * one code means one thing whichever service says it.
@@ -100,7 +109,7 @@ const FASTIFY_CODES: Record<string, (error: FastifyError, request: FastifyReques
   FST_ERR_CTP_EMPTY_JSON_BODY: () => CommonProblems.emptyBody(),
   FST_ERR_CTP_BODY_TOO_LARGE: (_e, request) => CommonProblems.bodyTooLarge([request.routeOptions.bodyLimit]),
   FST_ERR_CTP_INVALID_MEDIA_TYPE: () => CommonProblems.unsupportedMediaType(),
-  FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => CommonProblems.validationFailed(['Content-Length does not match the body.'])
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => CommonProblems.validationFailed([CommonDetails.contentLengthMismatch])
 }
 
 /** True for the problems `defineProblem` creates (what services throw for expected outcomes). */
@@ -141,7 +150,7 @@ const genericClientProblems = new Map<number, ProblemFactory>()
 function genericClientProblem (status: number): PortierProblem {
   let factory = genericClientProblems.get(status)
   if (factory === undefined) {
-    factory = defineProblem(`http_${status}`, status, STATUS_CODES[status] ?? 'Client error', 'The request could not be processed.')
+    factory = defineProblem(`http_${status}`, status, STATUS_CODES[status] ?? UNMAPPED_CLIENT_ERROR.title, UNMAPPED_CLIENT_ERROR.detail)
     genericClientProblems.set(status, factory)
   }
   return factory()
@@ -197,17 +206,31 @@ export function sendProblem (reply: FastifyReply, problem: PortierProblem): Fast
 }
 
 /**
- * Installs the problem+json error and not-found handlers on an instance. Server
- * errors are logged with their stack; client errors are not (they are expected).
+ * The one error handler of every Portier context (each service's apps, the gateway's
+ * traffic and metrics contexts inside a host app, Fastify's framework errors): anything
+ * thrown is answered as its problem. Only what no problem table defines, answered as
+ * `internal_error`, is logged here, with its stack: a problem we defined is an outcome
+ * we meant (an upstream that did not answer, bodies at capacity, a refused
+ * credential), which the request's own log line records.
  */
+export function answerError (error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const problem = toProblem(error, request)
+  if (problem.code === CommonProblems.internal.code) request.log.error({ err: error }, 'request failed')
+  return sendProblem(reply, problem)
+}
+
+/**
+ * Installs the problem+json error handler on a context. A context that is not a whole
+ * app (a plugin's, inside a host app that may have its own not-found handler) takes
+ * this one alone.
+ */
+export function installProblemErrorHandler (app: FastifyInstance): void {
+  app.setErrorHandler(answerError)
+}
+
+/** Installs the problem+json error and not-found handlers on a Portier app. */
 export function installProblemHandlers (app: FastifyInstance): void {
-  app.setErrorHandler((error, request, reply) => {
-    const problem = toProblem(error, request)
-    if ((problem.statusCode ?? 500) >= 500) {
-      request.log.error({ err: error }, 'request failed')
-    }
-    return sendProblem(reply, problem)
-  })
+  installProblemErrorHandler(app)
   app.setNotFoundHandler((request, reply) => {
     return sendProblem(reply, CommonProblems.notFound([request.method, request.url.split('?')[0]]))
   })

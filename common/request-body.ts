@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http'
 import type { Readable } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { BodyBudget, BodyHolding } from './body-budget.js'
-import { CommonProblems } from './problem.js'
+import { CommonDetails, CommonProblems } from './problem.js'
 
 /** A body's first buffer: a declared length is a claim, not bytes received. */
 const INITIAL_CAPACITY_BYTES = 16 * 1024
@@ -120,7 +120,7 @@ export async function readBodyInto (payload: Readable, declaredLength: number | 
     }
     function onEnd (): void {
       if (declaredLength !== undefined && body.size !== declaredLength) {
-        fail(CommonProblems.validationFailed(['Content-Length does not match the body.']))
+        fail(CommonProblems.validationFailed([CommonDetails.contentLengthMismatch]))
         return
       }
       stop()

@@ -1,6 +1,7 @@
 import { createHttpApp } from '../common/http-app.js'
 import type { GatewayServerConfig } from './config.js'
 import { metricsRoute } from './observability/metrics-route.js'
+import { DEFAULT_BODY_LIMIT_BYTES } from './options.js'
 import { portierGateway } from './plugin.js'
 import type { GatewayRuntime, RuntimeDependencies } from './runtime.js'
 
@@ -22,7 +23,7 @@ export async function buildGatewayServer (config: GatewayServerConfig, options: 
     name: 'gateway',
     logLevel: config.logLevel,
     ...(logStream !== undefined ? { logStream } : {}),
-    bodyLimitBytes: config.plugin.bodyLimitBytes ?? 1_048_576,
+    bodyLimitBytes: config.plugin.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
     trustProxy: config.trustProxy,
     ...(config.timeouts !== undefined ? { timeouts: config.timeouts } : {})
   })

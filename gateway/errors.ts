@@ -37,3 +37,22 @@ export const GatewayProblems = {
   upstreamBodyNotInflectable: defineProblem('upstream_body_not_inflectable', 502, 'Upstream body not inflectable',
     'The upstream answered JSON that cannot be inflected: %s.')
 } as const
+
+/**
+ * What fills the `%s` of some details above, when it is fixed words rather than a value
+ * of the request: public wording too, so it is kept with the table.
+ */
+export const GatewayDetails = {
+  /** methodOverrideRefused: what asked for another method. */
+  overrideHeader: (header: string) => `The ${header} header`,
+  overrideQuery: 'A _method query parameter (in any spelling)',
+  overrideBody: 'A _method member of the JSON body (in any spelling)',
+  /** malformedHost */
+  repeatedHost: 'more than one Host header',
+  /** upstreamBodyNotInflectable: why. */
+  upstreamBodyTooLarge: (limitBytes: number) => `larger than ${limitBytes} bytes`,
+  upstreamBodyUndecodable: (encoding: string, limitBytes: number) => `its ${encoding} encoding does not decode within ${limitBytes} bytes`,
+  upstreamBodyNotJson: 'it is not valid JSON',
+  upstreamBodyTooDeep: (maxDepth: number) => `it is nested deeper than ${maxDepth} levels`,
+  upstreamBodyTooWide: (maxMembers: number) => `it has more than ${maxMembers} object members`
+} as const

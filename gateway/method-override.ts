@@ -1,5 +1,5 @@
 import { CommonProblems } from '../common/problem.js'
-import { GatewayProblems } from './errors.js'
+import { GatewayDetails, GatewayProblems } from './errors.js'
 
 /**
  * Method overrides: ways an upstream framework may be told to treat a request as
@@ -96,6 +96,6 @@ export function bodyOverridesMethod (body: string): BodyOverride {
 /** Throws the problem for a JSON body (as the upstream will receive it) that overrides the method. */
 export function refuseBodyMethodOverride (body: Buffer | string): void {
   const found = bodyOverridesMethod(typeof body === 'string' ? body : body.toString('utf8'))
-  if (found === 'override') throw GatewayProblems.methodOverrideRefused(['A _method member of the JSON body (in any spelling)'])
+  if (found === 'override') throw GatewayProblems.methodOverrideRefused([GatewayDetails.overrideBody])
   if (found === 'unreadable') throw CommonProblems.malformedJson()
 }

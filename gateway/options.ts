@@ -1,12 +1,19 @@
 import { Type, type Static } from 'typebox'
 import { B64TOKEN_PATTERN } from '../common/bearer.js'
+import { DEFAULT_BUFFERED_BODIES_MAX_BYTES, MIN_BUFFERED_BODIES_MAX_BYTES } from '../common/listener-limits.js'
 import { parseRedisTarget, type RedisTarget } from '../common/redis-config.js'
+import { DEFAULT_MAX_DEPTH } from './inflection/transform.js'
+import { DEFAULT_MAX_INFLECTED_RESPONSE_MEMBERS } from './proxy/json-bodies.js'
+
+/** Largest request body of an upstream route unless set: the standalone server's own body limit too. */
+export const DEFAULT_BODY_LIMIT_BYTES = 1_048_576
 
 /**
  * The gateway plugin's options, validated when the plugin is registered (a bad value
  * fails `app.register` with a message naming the option). Durations are in seconds,
- * sizes in bytes or entries. The standalone server builds these from environment
- * variables (gateway/config.ts); a host app passes them directly.
+ * sizes in bytes or entries. The one table of the gateway's defaults and bounds: the
+ * standalone server's environment variables (gateway/config.ts) take theirs from it,
+ * and build these options; a host app passes them directly.
  */
 export const GatewayOptionsSchema = Type.Object({
   /** Path of the upstreams file (YAML or JSON). Exactly one of upstreamsFile / upstreams. */
@@ -38,12 +45,12 @@ export const GatewayOptionsSchema = Type.Object({
   jwksCooldownSeconds: Type.Optional(Type.Number({ minimum: 0, maximum: 3_600, default: 30 })),
   revocationSyncSeconds: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 3_600, default: 30 })),
   /** Largest request body of an upstream route (an upstream may set its own in the upstreams file). */
-  bodyLimitBytes: Type.Optional(Type.Integer({ minimum: 1_024, default: 1_048_576 })),
+  bodyLimitBytes: Type.Optional(Type.Integer({ minimum: 1_024, default: DEFAULT_BODY_LIMIT_BYTES })),
   /** Largest request body of identity's routes (login, refresh, logout), which take no credential at the gateway. */
   identityBodyLimitBytes: Type.Optional(Type.Integer({ minimum: 1_024, maximum: 1_048_576, default: 8_192 })),
   /** Request body bytes held at once across every request in flight; beyond, 503 `bodies_at_capacity`. */
-  bufferedBodiesMaxBytes: Type.Optional(Type.Integer({ minimum: 65_536, default: 16_777_216 })),
-  maxInflectionDepth: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, default: 512 })),
+  bufferedBodiesMaxBytes: Type.Optional(Type.Integer({ minimum: MIN_BUFFERED_BODIES_MAX_BYTES, default: DEFAULT_BUFFERED_BODIES_MAX_BYTES })),
+  maxInflectionDepth: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, default: DEFAULT_MAX_DEPTH })),
   maxInflectedResponseBytes: Type.Optional(Type.Integer({ minimum: 1_024, default: 16_777_216 })),
   /**
    * Request header names with a character other than letters, digits and `-` (such as
@@ -54,7 +61,7 @@ export const GatewayOptionsSchema = Type.Object({
   /** Most object members an inflected request body may have (400 `body_too_wide`). */
   maxInflectedRequestMembers: Type.Optional(Type.Integer({ minimum: 1, default: 10_000 })),
   /** Most object members of an upstream body the gateway inflects (502 `upstream_body_not_inflectable`). */
-  maxInflectedResponseMembers: Type.Optional(Type.Integer({ minimum: 1, default: 1_000_000 })),
+  maxInflectedResponseMembers: Type.Optional(Type.Integer({ minimum: 1, default: DEFAULT_MAX_INFLECTED_RESPONSE_MEMBERS })),
   /** Serve /healthz and /readyz from the plugin (turn off if the host has its own). */
   observabilityRoutes: Type.Optional(Type.Boolean({ default: true })),
   /**

@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastif
 import { createBodyBudget, type BodyBudget } from '../common/body-budget.js'
 import { ConfigError, validateConfig } from '../common/config.js'
 import { installAcceptCheck } from '../common/accept.js'
-import { CommonProblems, sendProblem, toProblem } from '../common/problem.js'
+import { CommonProblems, installProblemErrorHandler } from '../common/problem.js'
 import { bufferedBodyReader, closeIfBodyPending } from '../common/request-body.js'
 import { documentationRoutes } from './docs/routes.js'
 import { observabilityRoutes } from './observability/routes.js'
@@ -110,11 +110,7 @@ async function trafficContext (app: FastifyInstance, { runtime, options }: { run
     })
   }
 
-  app.setErrorHandler((error, request, reply) => {
-    const problem = toProblem(error, request)
-    if ((problem.statusCode ?? 500) >= 500 && problem.code === CommonProblems.internal.code) request.log.error({ err: error }, 'request failed')
-    return sendProblem(reply, problem)
-  })
+  installProblemErrorHandler(app)
 
   app.addHook('onRequest', async (request, reply) => { reply.header('x-request-id', request.id) })
   // A host app that is not a Portier app gets the JSON-only Accept check here; the standalone server has it already.

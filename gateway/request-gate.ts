@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { AuthProblems, CommonProblems } from '../common/problem.js'
 import { permissionDenied, permits, type Authenticate, type Principal } from './auth/authenticate.js'
-import { GatewayProblems } from './errors.js'
+import { GatewayDetails, GatewayProblems } from './errors.js'
 import { hostProblem } from './host-header.js'
 import { ALLOWED_INFLECTION_VALUES, parseInflectionHeader, type KeyCase } from './inflection/index.js'
 import { METHOD_OVERRIDE_HEADERS, queryOverridesMethod } from './method-override.js'
@@ -20,9 +20,9 @@ export interface GateDecision {
 
 function refuseMethodOverride (request: FastifyRequest, search: string): void {
   for (const header of METHOD_OVERRIDE_HEADERS) {
-    if (request.headers[header] !== undefined) throw GatewayProblems.methodOverrideRefused([`The ${header} header`])
+    if (request.headers[header] !== undefined) throw GatewayProblems.methodOverrideRefused([GatewayDetails.overrideHeader(header)])
   }
-  if (queryOverridesMethod(search)) throw GatewayProblems.methodOverrideRefused(['A _method query parameter (in any spelling)'])
+  if (queryOverridesMethod(search)) throw GatewayProblems.methodOverrideRefused([GatewayDetails.overrideQuery])
 }
 
 /**
@@ -49,7 +49,7 @@ function countRepeatable (request: FastifyRequest): { hosts: number, authorizati
  * must be one well-formed host[:port].
  */
 function refuseBadHost (request: FastifyRequest, hosts: number): void {
-  if (hosts > 1) throw GatewayProblems.malformedHost(['more than one Host header'])
+  if (hosts > 1) throw GatewayProblems.malformedHost([GatewayDetails.repeatedHost])
   const sent = request.headers.host
   const problem = (sent === undefined ? null : hostProblem(sent)) ?? hostProblem(request.host)
   if (problem !== null) throw GatewayProblems.malformedHost([problem])

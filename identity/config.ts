@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { ConfigError, validateConfig } from '../common/config.js'
+import { deepFreeze } from '../common/deep-freeze.js'
 import { listenerEnvProperties, listenerLimitsFromEnv, type ListenerTimeouts } from '../common/listener-limits.js'
 import { parseRedisTarget, redisEnvProperties, type RedisTarget } from '../common/redis-config.js'
 
@@ -136,17 +137,17 @@ function coreConfig (e: IdentityCliEnv): IdentityCoreConfig {
     refreshIdleSeconds: e.IDENTITY_REFRESH_IDLE_SECONDS,
     sessionMaxSeconds: e.IDENTITY_SESSION_MAX_SECONDS,
     refreshReuseGraceSeconds: e.IDENTITY_REFRESH_REUSE_GRACE_SECONDS,
-    argon2: Object.freeze({
+    argon2: {
       memoryCost: e.IDENTITY_ARGON2_MEMORY_KIB,
       timeCost: e.IDENTITY_ARGON2_TIME_COST,
       parallelism: e.IDENTITY_ARGON2_PARALLELISM
-    }),
-    loginThrottle: Object.freeze({
+    },
+    loginThrottle: {
       enabled: e.IDENTITY_LOGIN_THROTTLE_ENABLED,
       maxFailuresPerEmail: e.IDENTITY_LOGIN_MAX_FAILURES_PER_EMAIL,
       maxFailuresPerIp: e.IDENTITY_LOGIN_MAX_FAILURES_PER_IP,
       windowSeconds: e.IDENTITY_LOGIN_THROTTLE_WINDOW_SECONDS
-    }),
+    },
     apiKeyMaxLifetimeDays: e.IDENTITY_API_KEY_MAX_LIFETIME_DAYS,
     apiKeyRotationGraceSeconds: e.IDENTITY_API_KEY_ROTATION_GRACE_SECONDS,
     bodyLimitBytes: e.IDENTITY_BODY_LIMIT_BYTES,
@@ -158,10 +159,10 @@ function coreConfig (e: IdentityCliEnv): IdentityCoreConfig {
   }
 }
 
-/** Reads and validates identity's environment; throws a ConfigError naming every bad variable. */
+/** Reads and validates identity's environment, deep-frozen; throws a ConfigError naming every bad variable. */
 export function loadIdentityConfig (env: Record<string, string | undefined> = process.env): Readonly<IdentityConfig> {
   const e = validateConfig<IdentityEnv>(IdentityEnvSchema, env, 'identity environment')
-  return Object.freeze({ ...coreConfig(e), adminToken: e.IDENTITY_ADMIN_TOKEN, serviceToken: e.IDENTITY_SERVICE_TOKEN })
+  return deepFreeze({ ...coreConfig(e), adminToken: e.IDENTITY_ADMIN_TOKEN, serviceToken: e.IDENTITY_SERVICE_TOKEN })
 }
 
 /**
@@ -169,5 +170,5 @@ export function loadIdentityConfig (env: Record<string, string | undefined> = pr
  * IDENTITY_SERVICE_TOKEN are neither required nor read.
  */
 export function loadIdentityCliConfig (env: Record<string, string | undefined> = process.env): Readonly<IdentityCoreConfig> {
-  return Object.freeze(coreConfig(validateConfig<IdentityCliEnv>(IdentityCliEnvSchema, env, 'identity environment')))
+  return deepFreeze(coreConfig(validateConfig<IdentityCliEnv>(IdentityCliEnvSchema, env, 'identity environment')))
 }

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { ConfigError, validateConfig } from '../common/config.js'
+import { deepFreeze } from '../common/deep-freeze.js'
 import { listenerEnvProperties, listenerLimitsFromEnv, type ListenerTimeouts } from '../common/listener-limits.js'
 
 /** Smallest and largest data set: 10 keeps every page shape testable, 100 000 is a benchmark. */
@@ -44,13 +45,13 @@ export interface UpstreamMockConfig {
   logLevel: string
 }
 
-/** Reads and validates the server's environment; throws a ConfigError naming every bad variable. */
+/** Reads and validates the server's environment, deep-frozen; throws a ConfigError naming every bad variable. */
 export function loadUpstreamMockConfig (env: Record<string, string | undefined> = process.env,
   overrides: { users?: number } = {}): Readonly<UpstreamMockConfig> {
   const e = validateConfig<UpstreamMockEnv>(UpstreamMockEnvSchema, env, 'upstream-mock environment')
   const listeners = listenerLimitsFromEnv('UPSTREAM_MOCK', e)
   if (listeners.problems.length > 0) throw new ConfigError('upstream-mock environment', listeners.problems)
-  return Object.freeze({
+  return deepFreeze({
     host: e.UPSTREAM_MOCK_HOST,
     port: e.UPSTREAM_MOCK_PORT,
     users: overrides.users ?? e.UPSTREAM_MOCK_USERS,

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import type { AcceptRouteConfig } from '../../common/accept.js'
 import { readBearer } from '../../common/bearer.js'
 import { credentialsMatch } from '../../common/constant-time.js'
-import { sendProblem, toProblem } from '../../common/problem.js'
+import { installProblemErrorHandler } from '../../common/problem.js'
 import { PROBLEM_SCHEMA_ID, ProblemSchema, problemResponses } from '../../common/problem-schema.js'
 import { GatewayProblems } from '../errors.js'
 import type { GatewayMetrics } from './metrics.js'
@@ -26,7 +26,7 @@ export async function metricsRoute (app: FastifyInstance, options: MetricsRouteO
   const token = options.token
   // A host app may not render problems, nor know their schema: this context does, for its own refusals.
   if (app.getSchema(PROBLEM_SCHEMA_ID) === undefined) app.addSchema(ProblemSchema)
-  app.setErrorHandler((error, request, reply) => sendProblem(reply, toProblem(error, request)))
+  installProblemErrorHandler(app)
   if (token !== undefined) {
     app.addHook('onRequest', (request, _reply, done) => {
       const credential = readBearer(request.headers.authorization)

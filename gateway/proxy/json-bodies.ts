@@ -2,7 +2,7 @@ import { promisify } from 'node:util'
 import { brotliDecompress, gunzip, inflate } from 'node:zlib'
 import type { Readable } from 'node:stream'
 import { CommonProblems } from '../../common/problem.js'
-import { GatewayProblems } from '../errors.js'
+import { GatewayDetails, GatewayProblems } from '../errors.js'
 import { countMembers, InflectionDepthError, InflectionMembersError, inflectOwnedKeys, keyConverter, type KeyCase } from '../inflection/index.js'
 
 const JSON_CONTENT_TYPE = /^application\/(?:[\w.+-]+\+)?json(?:\s*;|$)/i
@@ -32,7 +32,7 @@ export async function readBody (stream: Readable, limit: number): Promise<Buffer
     size += (chunk as Buffer).length
     if (size > limit) {
       stream.destroy()
-      throw GatewayProblems.upstreamBodyNotInflectable([`larger than ${limit} bytes`])
+      throw GatewayProblems.upstreamBodyNotInflectable([GatewayDetails.upstreamBodyTooLarge(limit)])
     }
     chunks.push(chunk as Buffer)
   }
@@ -45,7 +45,7 @@ export async function decode (body: Buffer, encoding: string, limit: number): Pr
   try {
     return await decoder(body, { maxOutputLength: limit })
   } catch {
-    throw GatewayProblems.upstreamBodyNotInflectable([`its ${encoding} encoding does not decode within ${limit} bytes`])
+    throw GatewayProblems.upstreamBodyNotInflectable([GatewayDetails.upstreamBodyUndecodable(encoding, limit)])
   }
 }
 
@@ -95,8 +95,8 @@ export function inflectRequestBody (body: Buffer, nativeCase: KeyCase, maxDepth:
 /** An upstream's JSON body, converted to the style the client asked for. */
 export function inflectResponseBody (body: Buffer, style: KeyCase, maxDepth: number, maxMembers: number = DEFAULT_MAX_INFLECTED_RESPONSE_MEMBERS): string {
   return inflectText(body.toString('utf8'), style, { maxDepth, maxMembers }, {
-    badJson: () => GatewayProblems.upstreamBodyNotInflectable(['it is not valid JSON']),
-    tooDeep: () => GatewayProblems.upstreamBodyNotInflectable([`it is nested deeper than ${maxDepth} levels`]),
-    tooWide: () => GatewayProblems.upstreamBodyNotInflectable([`it has more than ${maxMembers} object members`])
+    badJson: () => GatewayProblems.upstreamBodyNotInflectable([GatewayDetails.upstreamBodyNotJson]),
+    tooDeep: () => GatewayProblems.upstreamBodyNotInflectable([GatewayDetails.upstreamBodyTooDeep(maxDepth)]),
+    tooWide: () => GatewayProblems.upstreamBodyNotInflectable([GatewayDetails.upstreamBodyTooWide(maxMembers)])
   })
 }

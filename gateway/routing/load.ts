@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { extname } from 'node:path'
 import { ConfigError } from '../../common/config.js'
+import { deepFreeze } from '../../common/deep-freeze.js'
 import { parseConfigText, type ConfigFormat } from './parse-text.js'
 import type { UpstreamsFileContent } from './schema.js'
 import { checkSchema } from './schema-problems.js'
@@ -8,14 +9,6 @@ import { checkSemantics } from './semantic-checks.js'
 import type { LoadedUpstreams, LoadOptions, UpstreamConfig, UpstreamsConfig } from './types.js'
 
 const FORMATS_BY_EXTENSION: ReadonlyMap<string, ConfigFormat> = new Map([['.yaml', 'yaml'], ['.yml', 'yaml'], ['.json', 'json']])
-
-function deepFreeze<T> (value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    for (const member of Object.values(value)) deepFreeze(member)
-    Object.freeze(value)
-  }
-  return value
-}
 
 /** A fresh copy in the public shape (null for an absent permission), so nothing of the parser's objects leaks. */
 function toConfig (content: UpstreamsFileContent): UpstreamsConfig {
