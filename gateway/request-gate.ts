@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { permits } from '../common/permissions.js'
 import { AuthProblems, CommonProblems } from '../common/problem.js'
-import { permissionDenied, permits, type Authenticate, type Principal } from './auth/authenticate.js'
+import { permissionDenied, type Authenticate, type Principal } from './auth/authenticate.js'
 import { GatewayProblems } from './errors.js'
 import { hostProblem } from './host-header.js'
 import { ALLOWED_INFLECTION_VALUES, parseInflectionHeader, type KeyCase } from './inflection/index.js'

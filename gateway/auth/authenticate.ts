@@ -85,13 +85,6 @@ export function createAuthenticator (deps: { keys: ApiKeyVerifier, tokens: Acces
   }
 }
 
-/** True when `granted` allows `required`, with `resource:*` and `*` wildcards (DESIGN "Permissions"). */
-export function permits (granted: readonly string[], required: string): boolean {
-  if (granted.includes(required) || granted.includes('*')) return true
-  const colon = required.indexOf(':')
-  return colon > 0 && granted.includes(`${required.slice(0, colon)}:*`)
-}
-
 /** The 403 for a principal lacking `permission`; tokens also get RFC 6750's insufficient_scope. */
 export function permissionDenied (principal: Principal, permission: string) {
   return GatewayProblems.permissionDenied([permission], {
