@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox'
-import { B64TOKEN_PATTERN } from '../common/bearer.js'
+import { B64TOKEN_PATTERN } from '../common/credentials.js'
 import { ConfigError, validateConfig } from '../common/config.js'
 import { listenerEnvProperties, listenerLimitsFromEnv, type ListenerTimeouts } from '../common/listener-limits.js'
 import { parseRedisTarget, redisEnvProperties } from '../common/redis-config.js'

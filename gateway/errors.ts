@@ -1,3 +1,4 @@
+import type { KeyInvalidReason } from '../common/internal-api.js'
 import { bearerChallenge, defineProblem } from '../common/problem.js'
 
 /** RFC 6750 §3.1 as the issue asks: `invalid_token` for any credential that was sent and refused. */
@@ -37,3 +38,23 @@ export const GatewayProblems = {
   upstreamBodyNotInflectable: defineProblem('upstream_body_not_inflectable', 502, 'Upstream body not inflectable',
     'The upstream answered JSON that cannot be inflected: %s.')
 } as const
+
+/** Details the gateway gives with its problems and the shared AuthProblems (common/problem.ts has those identity gives too). */
+export const GatewayDetails = {
+  credentialsMissing: 'Send an API key as x-api-key or an access token as Authorization: Bearer.',
+  sessionRevoked: 'The session of this token has been revoked.',
+  permissionsChanged: 'The permissions of this user changed after the token was issued; refresh it.'
+} as const
+
+/**
+ * What `invalid_api_key` says for each reason identity gives (`The API key is %s.`).
+ * A reason identity may add is a compile error here until it is worded.
+ */
+export const INVALID_API_KEY_DETAILS = {
+  malformed: 'malformed (wrong prefix, length or checksum)',
+  unknown: 'unknown',
+  expired: 'expired',
+  revoked: 'revoked',
+  disabled: 'disabled',
+  secret_retired: 'a secret retired by rotation'
+} as const satisfies Record<KeyInvalidReason, string>

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox'
-import { B64TOKEN_PATTERN } from '../common/bearer.js'
+import { B64TOKEN_PATTERN } from '../common/credentials.js'
 import { parseRedisTarget, type RedisTarget } from '../common/redis-config.js'
 
 /**

@@ -1,17 +1,9 @@
 import { Pool, type Dispatcher } from 'undici'
 import { dispatchDeadline } from '../dispatch-deadline.js'
 import type { JSONWebKeySet } from 'jose'
+import type { KeyVerdict, RevokedSession } from '../../common/internal-api.js'
 
-/** What identity says of a presented API key (POST /internal/keys/verify). */
-export type KeyVerdict =
-  | {
-    valid: true
-    key: { id: string, name: string, permissions: string[], expires_at: string | null }
-    deprecation: { deprecated_at: string, sunset_at: string } | null
-  }
-  | { valid: false, reason: string }
-
-export interface RevokedSession { id: string, revoked_at: string, expires_at: string }
+export type { KeyVerdict, RevokedSession } from '../../common/internal-api.js'
 
 /** Identity could not be asked (down, slow, or refusing our service credential). */
 export class IdentityUnreachableError extends Error {

@@ -1,5 +1,5 @@
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client'
-import type { KeyInvalidReason } from '../services/api-keys.js'
+import type { KeyInvalidReason } from '../../common/internal-api.js'
 import type { KeySecretScheme } from '../services/key-secrets.js'
 
 export type Argon2Operation = 'hash' | 'verify'

@@ -2,6 +2,7 @@ import { generateApiKey, parseApiKey } from '../../common/api-key-format.js'
 import { newId } from '../../common/random.js'
 import type { EventBus } from '../../common/event-bus.js'
 import type { AuthEvent } from '../../common/events.js'
+import type { KeyInvalidReason } from '../../common/internal-api.js'
 import { normalizePermissions } from '../../common/permissions.js'
 import type { Db } from '../store/database.js'
 import type { ApiKeysStore, ApiKeyRecord, ApiKeySecretRecord } from '../store/api-keys-store.js'
@@ -23,12 +24,6 @@ const DAY_MS = 86_400_000
 export const LEGACY_WRONG_SECRETS_PER_WINDOW = 5
 export const LEGACY_WRONG_SECRET_WINDOW_MS = 15 * 60_000
 
-/**
- * Why identity refused a key, as answered. Without a verified secret the only answers
- * are `malformed` and `unknown`: a key's state (expired, revoked, disabled, a secret
- * retired by rotation) is told only to whoever proved they hold the secret.
- */
-export type KeyInvalidReason = 'malformed' | 'unknown' | 'expired' | 'revoked' | 'disabled' | 'secret_retired'
 
 export type KeyVerification =
   | {
