@@ -102,6 +102,14 @@ export const AuthProblems = {
     { 'www-authenticate': bearerChallenge('invalid_token') })
 } as const
 
+/** The details of AuthProblems that both services give, worded once. */
+export const AuthDetails = {
+  malformedBearer: 'The Authorization header is not a well-formed Bearer credential.',
+  tokenExpired: 'The access token has expired.',
+  tokenInvalid: 'The access token is invalid.',
+  tokenClaimsMissing: 'The access token lacks its session or permission claims.'
+} as const
+
 /** Fastify's own error codes, translated at this one boundary. */
 const FASTIFY_CODES: Record<string, (error: FastifyError, request: FastifyRequest) => PortierProblem> = {
   FST_ERR_CTP_INVALID_JSON_BODY: () => CommonProblems.malformedJson(),

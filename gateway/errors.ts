@@ -1,3 +1,4 @@
+import type { KeyInvalidReason } from '../common/internal-api.js'
 import { bearerChallenge, defineProblem } from '../common/problem.js'
 
 /** RFC 6750 §3.1: `invalid_token` for any credential that was sent and refused. */
@@ -39,10 +40,14 @@ export const GatewayProblems = {
 } as const
 
 /**
- * What fills the `%s` of some details above, when it is fixed words rather than a value
- * of the request: public wording too, so it is kept with the table.
+ * Public wording that fills the `%s` of the details above or stands as a whole detail
+ * (the shared AuthProblems too; common/problem.ts has those identity gives as well):
+ * kept with the table, never inline.
  */
 export const GatewayDetails = {
+  credentialsMissing: 'Send an API key as x-api-key or an access token as Authorization: Bearer.',
+  sessionRevoked: 'The session of this token has been revoked.',
+  permissionsChanged: 'The permissions of this user changed after the token was issued; refresh it.',
   /** methodOverrideRefused: what asked for another method. */
   overrideHeader: (header: string) => `The ${header} header`,
   overrideQuery: 'A _method query parameter (in any spelling)',
@@ -56,3 +61,16 @@ export const GatewayDetails = {
   upstreamBodyTooDeep: (maxDepth: number) => `it is nested deeper than ${maxDepth} levels`,
   upstreamBodyTooWide: (maxMembers: number) => `it has more than ${maxMembers} object members`
 } as const
+
+/**
+ * What `invalid_api_key` says for each reason identity gives (`The API key is %s.`).
+ * A reason identity may add is a compile error here until it is worded.
+ */
+export const INVALID_API_KEY_DETAILS = {
+  malformed: 'malformed (wrong prefix, length or checksum)',
+  unknown: 'unknown',
+  expired: 'expired',
+  revoked: 'revoked',
+  disabled: 'disabled',
+  secret_retired: 'a secret retired by rotation'
+} as const satisfies Record<KeyInvalidReason, string>

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox'
-import { B64TOKEN_PATTERN } from '../common/bearer.js'
+import { B64TOKEN_PATTERN } from '../common/credentials.js'
 import { DEFAULT_BUFFERED_BODIES_MAX_BYTES, MIN_BUFFERED_BODIES_MAX_BYTES } from '../common/listener-limits.js'
 import { parseRedisTarget, type RedisTarget } from '../common/redis-config.js'
 import { DEFAULT_MAX_DEPTH } from './inflection/transform.js'

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { AuthProblems, CommonProblems } from '../common/problem.js'
-import { permissionDenied, permits, type Authenticate, type Principal } from './auth/authenticate.js'
+import { permits } from '../common/permissions.js'
+import { AuthDetails, AuthProblems, CommonProblems } from '../common/problem.js'
+import { permissionDenied, type Authenticate, type Principal } from './auth/authenticate.js'
 import { GatewayDetails, GatewayProblems } from './errors.js'
 import { hostProblem } from './host-header.js'
 import { ALLOWED_INFLECTION_VALUES, parseInflectionHeader, type KeyCase } from './inflection/index.js'
@@ -86,7 +87,7 @@ export function createRequestGate (deps: { table: () => RouteTable, authenticate
       principal: null,
       inflection: inflection.kind === 'style' ? inflection.style : null
     }
-    if (repeated.authorizations > 1) throw AuthProblems.invalidToken(['The Authorization header is not a well-formed Bearer credential.'])
+    if (repeated.authorizations > 1) throw AuthProblems.invalidToken([AuthDetails.malformedBearer])
     if (match.route.auth === 'none') return decision
     const principal = await deps.authenticate(request.headers)
     decision.principal = principal

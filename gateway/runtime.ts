@@ -48,7 +48,7 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
   const events = deps.events ?? (redis !== null
     ? createRedisEventBus({ redis, channel: options.eventsChannel, log })
     : createMemoryEventBus())
-  const identity = createIdentityClient({ ...options.identity })
+  const identity = createIdentityClient({ ...options.identity, log })
   const now = deps.now ?? Date.now
 
   const keys = createApiKeyVerifier({

@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox'
+import { ACCESS_TOKEN_ALGORITHMS, type AccessTokenAlgorithm } from '../common/access-token-profile.js'
 import { ConfigError, validateConfig } from '../common/config.js'
 import { deepFreeze } from '../common/deep-freeze.js'
 import { listenerEnvProperties, listenerLimitsFromEnv, type ListenerTimeouts } from '../common/listener-limits.js'
@@ -20,7 +21,7 @@ export const IdentityEnvSchema = Type.Object({
   IDENTITY_EVENTS_CHANNEL: Type.String({ minLength: 1, default: 'portier:events', description: 'Redis pub/sub channel for invalidation events.' }),
   IDENTITY_ISSUER: Type.String({ minLength: 1, default: 'portier-identity', description: 'The `iss` of access tokens.' }),
   IDENTITY_AUDIENCE: Type.String({ minLength: 1, default: 'portier-gateway', description: 'The `aud` of access tokens.' }),
-  IDENTITY_SIGNING_ALG: Type.Enum(['EdDSA', 'ES256'] as const, { default: 'EdDSA', description: 'Algorithm of new signing keys (each key keeps its own).' }),
+  IDENTITY_SIGNING_ALG: Type.Enum(ACCESS_TOKEN_ALGORITHMS, { default: 'EdDSA', description: 'Algorithm of new signing keys (each key keeps its own).' }),
   IDENTITY_SIGNING_KEY_ENCRYPTION_KEY: Type.Optional(Type.String({ minLength: 32, description: 'Encrypts signing private keys at rest (AES-256-GCM, key derived by HKDF). Unset: stored unencrypted; set it in production from a Secret (openssl rand -hex 32).' })),
   IDENTITY_SIGNING_KEY_ENCRYPTION_KEY_PREVIOUS: Type.Optional(Type.String({ minLength: 32, description: 'The former IDENTITY_SIGNING_KEY_ENCRYPTION_KEY while changing it: keys it encrypted are re-encrypted with the new one at start. Unset once every process runs the new key.' })),
   IDENTITY_REFRESH_IDLE_SECONDS: Type.Integer({ minimum: 60, default: 1_209_600, description: 'A refresh token unused this long expires (14 days).' }),
@@ -53,8 +54,6 @@ export const IdentityCliEnvSchema = Type.Omit(IdentityEnvSchema, ['IDENTITY_ADMI
 
 type IdentityCliEnv = Static<typeof IdentityCliEnvSchema>
 
-/** Access tokens live 600 s: this is the contract (`expires_in: 600`), not an option. */
-export const ACCESS_TOKEN_TTL_SECONDS = 600
 /** OWASP's argon2id equivalences all have memory × iterations ≥ 35840 KiB. */
 const OWASP_MIN_MEMORY_TIMES_ITERATIONS = 35_840
 
@@ -72,7 +71,7 @@ export interface IdentityCoreConfig {
   eventsChannel: string
   issuer: string
   audience: string
-  signingAlg: 'EdDSA' | 'ES256'
+  signingAlg: AccessTokenAlgorithm
   /** Secret from which signing private keys are encrypted at rest; undefined: stored unencrypted. */
   signingKeyEncryptionKey: string | undefined
   /** The former secret during a change of it: what it encrypted is re-encrypted at start. */

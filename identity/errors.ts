@@ -31,3 +31,11 @@ export const IdentityProblems = {
   expiryInPast: defineProblem('expiry_in_past', 400, 'Expiry in the past', 'expires_at must be in the future.'),
   sessionNotFound: defineProblem('session_not_found', 404, 'Session not found', 'No session has id %s.')
 } as const
+
+/** Details identity gives with the shared AuthProblems (common/problem.ts has those both services give). */
+export const IdentityDetails = {
+  bearerMissing: 'Send an access token as Authorization: Bearer.',
+  tokenNotOurs: 'The token was not signed by this identity.',
+  tokenMalformed: 'The access token is malformed.',
+  unknownSession: 'The token names an unknown session.'
+} as const

@@ -8,8 +8,9 @@ import type { IdentityServices } from './services/index.js'
 
 /**
  * Identity's two OpenAPI documents (what each listener serves at /openapi.json), and
- * the public one as the gateway republishes it: identity's public routes are part of
- * the gateway's contract.
+ * the public one generated without a server: identity's public routes are part of the
+ * gateway's contract, and the gateway documents them from a committed copy of it
+ * (gateway/docs/identity-public.json, rewritten by `npm run docs:identity`).
  */
 
 /** The public listener's routes, in order: the app and its documentation share the list. */
@@ -55,7 +56,8 @@ export const IDENTITY_ADMIN_DOCUMENTATION: DocumentationOptions = {
 
 /**
  * Identity's public document as the public listener serves it, generated from the same
- * route plugins without a database (handlers never run); built once per process.
+ * route plugins without a database (handlers never run); built once per process. What
+ * the gateway's committed copy is made from, and checked against.
  */
 export const identityPublicDocument = generatedDocument(IDENTITY_PUBLIC_DOCUMENTATION, async (app) => {
   const services = unusedWhileRegistering<IdentityServices>('services')

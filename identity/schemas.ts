@@ -1,5 +1,5 @@
 import { Type } from 'typebox'
-import { PERMISSION_PATTERN } from './services/permissions.js'
+import { PERMISSION_PATTERN } from '../common/permissions.js'
 
 /**
  * JSON schemas shared by identity's routes. Every body is closed

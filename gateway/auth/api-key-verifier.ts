@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import type { FastifyBaseLogger } from 'fastify'
 import { parseApiKey } from '../../common/api-key-format.js'
+import type { KeyInvalidReason } from '../../common/internal-api.js'
 import type { RedisClient } from '../../common/redis.js'
 import type { IdentityClient, KeyVerdict } from './identity-client.js'
 import type { GatewayMetrics } from '../observability/metrics.js'
@@ -11,7 +12,7 @@ export type { VerifiedKey } from './key-cache-l2.js'
 
 export type KeyCheck =
   | { valid: true, key: VerifiedKey }
-  | { valid: false, reason: string }
+  | { valid: false, reason: KeyInvalidReason }
 
 export interface ApiKeyVerifierOptions {
   identity: Pick<IdentityClient, 'verifyKey'>
@@ -46,7 +47,7 @@ export function createApiKeyVerifier (options: ApiKeyVerifierOptions) {
     ttl: options.l1TtlMs,
     dispose: (entry, cacheKey) => { unindex(entry.id, cacheKey) }
   })
-  const negative = new LRUCache<string, string>({ max: options.l1MaxEntries, ttl: options.negativeTtlMs })
+  const negative = new LRUCache<string, KeyInvalidReason>({ max: options.l1MaxEntries, ttl: options.negativeTtlMs })
   const inFlight = new Map<string, Promise<KeyCheck>>()
   /** Bumped by every eviction; a miss that started before one must not write its result. */
   let evictions = 0

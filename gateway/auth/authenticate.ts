@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http'
-import { readBearer } from '../../common/bearer.js'
-import { AuthProblems, bearerChallenge } from '../../common/problem.js'
-import { GatewayProblems } from '../errors.js'
+import { readCredential } from '../../common/credentials.js'
+import { AuthDetails, AuthProblems, bearerChallenge } from '../../common/problem.js'
+import { GatewayDetails, GatewayProblems, INVALID_API_KEY_DETAILS } from '../errors.js'
 import type { GatewayMetrics } from '../observability/metrics.js'
 import type { AccessTokenVerifier } from './access-token-verifier.js'
 import type { ApiKeyVerifier } from './api-key-verifier.js'
@@ -14,17 +14,6 @@ export interface Principal {
   permissions: readonly string[]
   /** Set when a key's old secret was used during a rotation grace period. */
   deprecation: { deprecatedAt: number, sunsetAt: number } | null
-}
-
-const MISSING_DETAIL = 'Send an API key as x-api-key or an access token as Authorization: Bearer.'
-const KEY_REASONS: Record<string, string> = {
-  malformed: 'malformed (wrong prefix, length or checksum)',
-  unknown: 'unknown',
-  wrong_secret: 'unknown',
-  expired: 'expired',
-  revoked: 'revoked',
-  disabled: 'disabled',
-  secret_retired: 'a secret retired by rotation'
 }
 
 /**
@@ -49,7 +38,7 @@ export function createAuthenticator (deps: { keys: ApiKeyVerifier, tokens: Acces
     }
     if (!check.valid) {
       metrics.authOutcomes.inc({ credential: 'api_key', outcome: check.reason })
-      throw GatewayProblems.invalidApiKey([KEY_REASONS[check.reason] ?? 'not valid'])
+      throw GatewayProblems.invalidApiKey([INVALID_API_KEY_DETAILS[check.reason]])
     }
     metrics.authOutcomes.inc({ credential: 'api_key', outcome: 'valid' })
     return { kind: 'key', id: check.key.id, permissions: check.key.permissions, deprecation: check.key.deprecation }
@@ -62,34 +51,25 @@ export function createAuthenticator (deps: { keys: ApiKeyVerifier, tokens: Acces
       throw AuthProblems.invalidToken([check.reason])
     }
     metrics.authOutcomes.inc({ credential: 'bearer', outcome: 'valid' })
-    return { kind: 'user', id: check.claims.userId, permissions: check.claims.permissions, deprecation: null }
+    return { kind: 'user', id: check.claims.sub, permissions: check.claims.permissions, deprecation: null }
   }
 
   return async function authenticate (headers: IncomingHttpHeaders): Promise<Principal> {
-    const apiKey = headers['x-api-key']
-    const authorization = headers.authorization
-    if (apiKey !== undefined && authorization !== undefined) {
-      metrics.authOutcomes.inc({ credential: 'both', outcome: 'conflict' })
-      throw GatewayProblems.conflictingCredentials()
+    const credential = readCredential(headers)
+    switch (credential.kind) {
+      case 'api_key': return await byKey(credential.key)
+      case 'bearer': return await byToken(credential.token)
+      case 'conflicting':
+        metrics.authOutcomes.inc({ credential: 'both', outcome: 'conflict' })
+        throw GatewayProblems.conflictingCredentials()
+      case 'malformed_bearer':
+        metrics.authOutcomes.inc({ credential: 'bearer', outcome: 'malformed' })
+        throw AuthProblems.invalidToken([AuthDetails.malformedBearer])
+      case 'none':
+        metrics.authOutcomes.inc({ credential: 'none', outcome: 'missing' })
+        throw AuthProblems.credentialsMissing([GatewayDetails.credentialsMissing])
     }
-    // Node joins repeated x-api-key headers with ", ": that is a malformed key, refused without I/O.
-    if (apiKey !== undefined) return await byKey(Array.isArray(apiKey) ? apiKey.join(', ') : apiKey)
-    const bearer = readBearer(authorization)
-    if (bearer.kind === 'token') return await byToken(bearer.token)
-    if (bearer.kind === 'malformed') {
-      metrics.authOutcomes.inc({ credential: 'bearer', outcome: 'malformed' })
-      throw AuthProblems.invalidToken(['The Authorization header is not a well-formed Bearer credential.'])
-    }
-    metrics.authOutcomes.inc({ credential: 'none', outcome: 'missing' })
-    throw AuthProblems.credentialsMissing([MISSING_DETAIL])
   }
-}
-
-/** True when `granted` allows `required`; `resource:*` grants every action on a resource, `*` everything. */
-export function permits (granted: readonly string[], required: string): boolean {
-  if (granted.includes(required) || granted.includes('*')) return true
-  const colon = required.indexOf(':')
-  return colon > 0 && granted.includes(`${required.slice(0, colon)}:*`)
 }
 
 /** The 403 for a principal lacking `permission`; tokens also get RFC 6750's insufficient_scope. */

@@ -1,19 +1,16 @@
 import { Pool, type Dispatcher } from 'undici'
-import { dispatchDeadline } from '../dispatch-deadline.js'
+import type { ValidateFunction } from 'ajv'
+import type { FastifyBaseLogger } from 'fastify'
 import type { JSONWebKeySet } from 'jose'
+import { createAjv } from '../../common/ajv.js'
+import {
+  KEYS_VERIFY_PATH, KeyVerdict, RevokedSessions, SESSIONS_REVOKED_PATH, type RevokedSession
+} from '../../common/internal-api.js'
+import { dispatchDeadline } from '../dispatch-deadline.js'
 
-/** What identity says of a presented API key (POST /internal/keys/verify). */
-export type KeyVerdict =
-  | {
-    valid: true
-    key: { id: string, name: string, permissions: string[], expires_at: string | null }
-    deprecation: { deprecated_at: string, sunset_at: string } | null
-  }
-  | { valid: false, reason: string }
+export type { KeyVerdict, RevokedSession } from '../../common/internal-api.js'
 
-export interface RevokedSession { id: string, revoked_at: string, expires_at: string }
-
-/** Identity could not be asked (down, slow, or refusing our service credential). */
+/** Identity could not be asked (down, slow, refusing our service credential, or answering outside the contract). */
 export class IdentityUnreachableError extends Error {
   override readonly name = 'IdentityUnreachableError'
 }
@@ -23,6 +20,7 @@ export interface IdentityClientOptions {
   internalUrl: string
   serviceToken: string
   timeoutMs: number
+  log: FastifyBaseLogger
 }
 
 /** Connections to identity's internal listener (key verification, the revocation feed). */
@@ -30,12 +28,25 @@ const INTERNAL_CONNECTIONS = 32
 /** Connections to its public listener (the JWKS and health checks only). */
 const PUBLIC_CONNECTIONS = 2
 
+/** Enough to tell what identity got wrong; an answer wrong throughout does not make a huge log line. */
+const MAX_REPORTED_VIOLATIONS = 5
+/** Identity's answers are checked against the internal API's schemas, compiled once per process. */
+const ajv = createAjv(false)
+const answerSchemas = {
+  [KEYS_VERIFY_PATH]: ajv.compile<KeyVerdict>(KeyVerdict),
+  [SESSIONS_REVOKED_PATH]: ajv.compile<RevokedSessions>(RevokedSessions)
+}
+
 /**
  * The gateway's calls to identity: key verification and the revocation feed on the
  * internal listener (service credential), and the JWKS on the public one. Keep-alive
  * pools, bounded time: every call, answer read whole, ends within timeoutMs of the
  * moment it is made, time spent queued for one of the pool's connections included,
  * so a slow identity never holds a request longer than that.
+ *
+ * An internal answer that is not what common/internal-api.ts says (not JSON, a member
+ * missing or of the wrong type, an unknown reason) is logged and treated as identity
+ * being unavailable: nothing is trusted from it, so no key is accepted or cached on it.
  */
 export function createIdentityClient (options: IdentityClientOptions) {
   const pools = [
@@ -45,7 +56,8 @@ export function createIdentityClient (options: IdentityClientOptions) {
   const [internal, publicPool] = pools.map((pool) => pool.compose(dispatchDeadline('whole'))) as [Dispatcher, Dispatcher]
   const authorization = `Bearer ${options.serviceToken}`
 
-  async function call<T> (pool: Dispatcher, method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+  /** The answer's text; anything but a 200 read whole in time is identity unreachable. */
+  async function call (pool: Dispatcher, method: 'GET' | 'POST', path: string, body?: unknown): Promise<string> {
     try {
       const response = await pool.request({
         method,
@@ -64,22 +76,52 @@ export function createIdentityClient (options: IdentityClientOptions) {
         throw new IdentityUnreachableError(`identity ${path} answered ${response.statusCode}`)
       }
       // Inside the try: a body cut or late (the deadline covers it) is identity unreachable too, not a 500.
-      return await response.body.json() as T
+      return await response.body.text()
     } catch (err) {
       if (err instanceof IdentityUnreachableError) throw err
       throw new IdentityUnreachableError(`identity ${path}: ${(err as Error).message}`, { cause: err })
     }
   }
 
+  /** An internal API answer, checked against its schema. */
+  async function callInternal<T> (method: 'GET' | 'POST', path: keyof typeof answerSchemas, query: string, body?: unknown): Promise<T> {
+    const text = await call(internal, method, `${path}${query}`, body)
+    const validate = answerSchemas[path] as ValidateFunction<T>
+    let answer: unknown
+    try {
+      answer = JSON.parse(text)
+    } catch {
+      throw breach(path, 'the answer is not JSON')
+    }
+    if (!validate(answer)) throw breach(path, ajv.errorsText(validate.errors?.slice(0, MAX_REPORTED_VIOLATIONS), { dataVar: 'answer' }))
+    return answer
+  }
+
+  /** Logged here, where what was wrong is known; the caller sees identity unavailable. */
+  function breach (path: string, problem: string): IdentityUnreachableError {
+    options.log.error({ path, problem }, 'identity answered outside the internal API contract; treated as unavailable')
+    return new IdentityUnreachableError(`identity ${path} answered outside the contract: ${problem}`)
+  }
+
+  /** A public answer: identity's JWKS is checked key by key where it is used (jwks-cache.ts). */
+  async function json<T> (path: string): Promise<T> {
+    const text = await call(publicPool, 'GET', path)
+    try {
+      return JSON.parse(text) as T
+    } catch (err) {
+      throw new IdentityUnreachableError(`identity ${path}: ${(err as Error).message}`, { cause: err })
+    }
+  }
+
   return {
-    verifyKey: async (key: string): Promise<KeyVerdict> => await call<KeyVerdict>(internal, 'POST', '/internal/keys/verify', { key }),
+    verifyKey: async (key: string): Promise<KeyVerdict> => await callInternal<KeyVerdict>('POST', KEYS_VERIFY_PATH, '', { key }),
     revokedSessionsSince: async (since: number): Promise<RevokedSession[]> =>
-      (await call<{ sessions: RevokedSession[] }>(internal, 'GET', `/internal/sessions/revoked?since=${encodeURIComponent(new Date(since).toISOString())}`)).sessions,
-    jwks: async (): Promise<JSONWebKeySet> => await call<JSONWebKeySet>(publicPool, 'GET', '/.well-known/jwks.json'),
+      (await callInternal<RevokedSessions>('GET', SESSIONS_REVOKED_PATH, `?since=${encodeURIComponent(new Date(since).toISOString())}`)).sessions,
+    jwks: async (): Promise<JSONWebKeySet> => await json<JSONWebKeySet>('/.well-known/jwks.json'),
     /** True when identity's public listener answers its health check. */
     healthy: async (): Promise<boolean> => {
       try {
-        await call(publicPool, 'GET', '/healthz')
+        await json('/healthz')
         return true
       } catch {
         return false

@@ -1,9 +1,7 @@
 import { importJWK, type JWK, type JWSHeaderParameters } from 'jose'
 import type { FastifyBaseLogger } from 'fastify'
+import { ACCESS_TOKEN_ALGORITHMS } from '../../common/access-token-profile.js'
 import type { IdentityClient } from './identity-client.js'
-
-/** The algorithms identity signs with; anything else is refused before any key lookup. */
-export const ACCEPTED_ALGORITHMS = ['EdDSA', 'ES256'] as const
 
 type ImportedKey = Awaited<ReturnType<typeof importJWK>>
 interface PublishedKey { key: ImportedKey, alg: string }
@@ -36,7 +34,7 @@ export function createJwksCache (options: JwksCacheOptions) {
     const next = new Map<string, PublishedKey>()
     for (const jwk of jwks.keys as JWK[]) {
       // A key without kid or alg cannot be pinned: it is ignored, not trusted.
-      if (typeof jwk.kid !== 'string' || typeof jwk.alg !== 'string' || !(ACCEPTED_ALGORITHMS as readonly string[]).includes(jwk.alg)) continue
+      if (typeof jwk.kid !== 'string' || typeof jwk.alg !== 'string' || !(ACCESS_TOKEN_ALGORITHMS as readonly string[]).includes(jwk.alg)) continue
       try {
         next.set(jwk.kid, { key: await importJWK(jwk, jwk.alg), alg: jwk.alg })
       } catch (err) {

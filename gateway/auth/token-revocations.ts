@@ -1,9 +1,10 @@
+import { ACCESS_TOKEN_TTL_SECONDS } from '../../common/access-token-profile.js'
 import type { RedisClient } from '../../common/redis.js'
 import type { FastifyBaseLogger } from 'fastify'
 import type { IdentityClient } from './identity-client.js'
 
-/** Access tokens live 600 s (the contract); 60 s more covers clock skew between hosts. */
-const TOKEN_LIFETIME_MS = 600_000
+/** Access tokens live ACCESS_TOKEN_TTL_SECONDS; 60 s more covers clock skew between hosts. */
+const TOKEN_LIFETIME_MS = ACCESS_TOKEN_TTL_SECONDS * 1000
 const SKEW_MS = 60_000
 const REVOKED_SESSIONS_KEY = 'portier:revoked-sessions'
 const STALE_USERS_KEY = 'portier:stale-users'

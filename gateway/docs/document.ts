@@ -12,12 +12,13 @@ import type { ResolvedRoute, RouteTable } from '../routing/index.js'
 /**
  * The gateway's OpenAPI document: the public contract behind its one base URL. Built
  * from the route table in force (so it follows reloads) and from two generated
- * documents: identity's public one and the gateway's own routes (health, readiness,
- * and metrics when the main listener serves them). Nothing here is written by hand but the words around the generated parts.
+ * documents: identity's public one (its committed copy) and the gateway's own routes
+ * (health, readiness, and metrics when the main listener serves them). Nothing here is
+ * written by hand but the words around the generated parts.
  */
 export interface GatewayDocumentSources {
-  /** identityPublicDocument(): the operations identity serves through the gateway. */
-  identity: OpenApiDocument
+  /** Identity's public document (its committed copy, identity-public.json): the operations identity serves through the gateway. */
+  identity: Pick<OpenApiDocument, 'paths' | 'components'>
   /** The gateway's own routes, generated from their schemas. */
   own: OpenApiDocument
 }

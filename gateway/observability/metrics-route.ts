@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import type { AcceptRouteConfig } from '../../common/accept.js'
-import { readBearer } from '../../common/bearer.js'
+import { readBearer } from '../../common/credentials.js'
 import { credentialsMatch } from '../../common/constant-time.js'
 import { installProblemErrorHandler } from '../../common/problem.js'
 import { PROBLEM_SCHEMA_ID, ProblemSchema, problemResponses } from '../../common/problem-schema.js'

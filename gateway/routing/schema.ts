@@ -41,7 +41,7 @@
  * /readyz /metrics /openapi.json, under /docs or on the identity routes.
  */
 import { Type, type Static } from 'typebox'
-import { PERMISSION_PATTERN } from '../../identity/services/permissions.js'
+import { PERMISSION_PATTERN } from '../../common/permissions.js'
 import { KEY_CASES } from '../inflection/styles.js'
 
 export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const

@@ -1,5 +1,6 @@
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client'
-import type { KeyInvalidReason, KeySecretScheme } from '../services/api-key-outcomes.js'
+import type { KeyInvalidReason } from '../../common/internal-api.js'
+import type { KeySecretScheme } from '../services/key-secret-scheme.js'
 
 export type Argon2Operation = 'hash' | 'verify'
 /** `dummy`: the verification an unknown e-mail costs at login, and the hash it is checked against (made once at start). */

@@ -2,16 +2,16 @@ import { generateApiKey, parseApiKey } from '../../common/api-key-format.js'
 import { newId } from '../../common/random.js'
 import type { EventBus } from '../../common/event-bus.js'
 import type { AuthEvent } from '../../common/events.js'
+import type { KeyInvalidReason } from '../../common/internal-api.js'
+import { normalizePermissions } from '../../common/permissions.js'
 import type { Db } from '../store/db.js'
 import type { ApiKeysStore, ApiKeyRecord, ApiKeySecretRecord } from '../store/api-keys-store.js'
 import { IdentityProblems } from '../errors.js'
 import type { IdentityMetrics } from '../observability/metrics.js'
 import type { KeyVerificationResult } from '../observability/metrics.js'
-import type { KeyInvalidReason } from './api-key-outcomes.js'
 import { createAttemptBudget } from './attempt-budget.js'
 import type { Clock } from './clock.js'
 import type { KeySecrets } from './key-secrets.js'
-import { normalizePermissions } from './permissions.js'
 
 const DAY_MS = 86_400_000
 /**

@@ -1,5 +1,6 @@
 import type { EventBus } from '../../common/event-bus.js'
-import { ACCESS_TOKEN_TTL_SECONDS, type IdentityCoreConfig } from '../config.js'
+import { ACCESS_TOKEN_TTL_SECONDS } from '../../common/access-token-profile.js'
+import type { IdentityCoreConfig } from '../config.js'
 import { createIdentityMetrics, type IdentityMetrics } from '../observability/metrics.js'
 import type { Db } from '../store/db.js'
 import { createApiKeysStore } from '../store/api-keys-store.js'

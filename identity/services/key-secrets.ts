@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { IdentityMetrics } from '../observability/metrics.js'
-import type { KeySecretScheme } from './api-key-outcomes.js'
+import type { KeySecretScheme } from './key-secret-scheme.js'
 import type { SecretHasher } from './password-hasher.js'
 
 /**

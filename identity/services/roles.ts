@@ -1,8 +1,8 @@
 import type { EventBus } from '../../common/event-bus.js'
+import { normalizePermissions } from '../../common/permissions.js'
 import type { RolesStore, RoleRecord } from '../store/roles-store.js'
 import { IdentityProblems } from '../errors.js'
 import type { Clock } from './clock.js'
-import { normalizePermissions } from './permissions.js'
 
 export type Roles = ReturnType<typeof createRoles>
 

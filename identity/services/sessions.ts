@@ -4,7 +4,7 @@ import type { EventBus } from '../../common/event-bus.js'
 import type { Db } from '../store/db.js'
 import type { SessionsStore, SessionRecord } from '../store/sessions-store.js'
 import type { UsersStore } from '../store/users-store.js'
-import { IdentityProblems } from '../errors.js'
+import { IdentityDetails, IdentityProblems } from '../errors.js'
 import type { IdentityMetrics } from '../observability/metrics.js'
 import type { AccessTokens } from './access-tokens.js'
 import type { Clock } from './clock.js'
@@ -165,7 +165,7 @@ export function createSessions (options: SessionsOptions) {
     async authenticate (bearer: string): Promise<SessionRecord> {
       const claims = await accessTokens.verify(bearer)
       const session = store.byId(claims.sid)
-      if (session === null) throw IdentityProblems.invalidToken(['The token names an unknown session.'])
+      if (session === null) throw IdentityProblems.invalidToken([IdentityDetails.unknownSession])
       const problem = unusable(session, clock.now())
       if (problem !== null) throw problem
       return session

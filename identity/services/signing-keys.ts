@@ -2,6 +2,7 @@ import { calculateJwkThumbprint, exportJWK, exportPKCS8, generateKeyPair, import
 import type { SigningKeysStore, SigningKeyRecord } from '../store/signing-keys-store.js'
 import type { Clock } from './clock.js'
 import type { SigningKeyProtection, StorageReview } from './signing-key-protection.js'
+import type { AccessTokenAlgorithm } from '../../common/access-token-profile.js'
 import type { EventBus } from '../../common/event-bus.js'
 
 /** How long a retired key stays published beyond the tokens' lifetime: clock skew between hosts. */
@@ -13,7 +14,7 @@ export interface SigningKeysOptions {
   events: EventBus
   /** Encryption at rest of the private keys (or none). */
   protection: SigningKeyProtection
-  alg: 'EdDSA' | 'ES256'
+  alg: AccessTokenAlgorithm
   accessTokenTtlSeconds: number
 }
 

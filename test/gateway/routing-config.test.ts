@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { stringify } from 'yaml'
 import { ConfigError } from '../../common/config.js'
-import { PERMISSION_PATTERN } from '../../identity/services/permissions.js'
+import { PERMISSION_PATTERN } from '../../common/permissions.js'
 import { loadUpstreamsFile, parseUpstreams, type LoadedUpstreams, type LoadOptions } from '../../gateway/routing/index.js'
 import { configProblems } from '../helpers/config-problems.js'
 

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import { readBearer } from '../../../common/bearer.js'
+import { readBearer } from '../../../common/credentials.js'
 import { credentialsMatch } from '../../../common/constant-time.js'
 import { isDocumentationPath } from '../../../common/documentation-paths.js'
 import type { ProblemFactory } from '../../../common/problem.js'

@@ -1,10 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Type } from 'typebox'
+import { ACCESS_TOKEN_TTL_SECONDS } from '../../../common/access-token-profile.js'
+import { RevokedSessions, RevokedSessionsQuery, SESSIONS_REVOKED_PATH } from '../../../common/internal-api.js'
 import { CommonProblems } from '../../../common/problem.js'
 import { problemResponses } from '../../../common/problem-schema.js'
 import { SERVICE_PROBLEMS } from '../admin/credential-guard.js'
-import { ACCESS_TOKEN_TTL_SECONDS } from '../../config.js'
-import { Timestamp } from '../../schemas.js'
 import type { IdentityServices } from '../../services/index.js'
 
 /**
@@ -13,17 +12,14 @@ import type { IdentityServices } from '../../services/index.js'
  * cannot have live tokens left. A gateway pages by passing the last `revoked_at`.
  */
 export const sessionsRevokedRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServices }> = async (app, { services }) => {
-  app.get('/internal/sessions/revoked', {
+  app.get(SESSIONS_REVOKED_PATH, {
     schema: {
       summary: 'Sessions revoked since a time',
       tags: ['internal'],
       security: [{ serviceCredential: [] }],
-      querystring: Type.Object({ since: Type.Optional(Timestamp) }, { additionalProperties: false }),
+      querystring: RevokedSessionsQuery,
       response: {
-        200: Type.Object({
-          now: Timestamp,
-          sessions: Type.Array(Type.Object({ id: Type.String(), revoked_at: Timestamp, expires_at: Timestamp }))
-        }),
+        200: RevokedSessions,
         ...problemResponses(SERVICE_PROBLEMS, CommonProblems.validationFailed)
       }
     }

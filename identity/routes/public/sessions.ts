@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { readBearer } from '../../../common/bearer.js'
-import { AuthProblems } from '../../../common/problem.js'
+import { readBearer } from '../../../common/credentials.js'
+import { AuthDetails, AuthProblems } from '../../../common/problem.js'
 import { BODY_PROBLEMS, problemResponses } from '../../../common/problem-schema.js'
-import { IdentityProblems } from '../../errors.js'
+import { IdentityDetails, IdentityProblems } from '../../errors.js'
 import { BearerHeaders, LoginBody, TokenSet } from '../../schemas.js'
 import type { IdentityServices } from '../../services/index.js'
 
@@ -18,8 +18,8 @@ const MAX_USER_AGENT_LENGTH = 512
 export function requireBearer (authorization: string | undefined): string {
   const credential = readBearer(authorization)
   if (credential.kind === 'token') return credential.token
-  if (credential.kind === 'missing') throw AuthProblems.credentialsMissing(['Send an access token as Authorization: Bearer.'])
-  throw IdentityProblems.invalidToken(['The Authorization header is not a well-formed Bearer credential.'])
+  if (credential.kind === 'missing') throw AuthProblems.credentialsMissing([IdentityDetails.bearerMissing])
+  throw IdentityProblems.invalidToken([AuthDetails.malformedBearer])
 }
 
 /** POST /sessions (login) and DELETE /sessions/current (logout). */

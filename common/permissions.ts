@@ -1,0 +1,18 @@
+/**
+ * Permissions, as identity grants them and the gateway checks them. A permission is
+ * `resource:action`; `resource:*` grants every action on a resource and `*` grants
+ * everything. Both services read these rules from here only.
+ */
+export const PERMISSION_PATTERN = '^(\\*|[a-z][a-z0-9_-]{0,63}:(\\*|[a-z][a-z0-9_-]{0,63}))$'
+
+/** Sorted, de-duplicated, so that stored sets compare equal regardless of input order. */
+export function normalizePermissions (permissions: readonly string[]): string[] {
+  return [...new Set(permissions)].sort()
+}
+
+/** True when `granted` allows `required`, with the `resource:*` and `*` wildcards. */
+export function permits (granted: readonly string[], required: string): boolean {
+  if (granted.includes(required) || granted.includes('*')) return true
+  const colon = required.indexOf(':')
+  return colon > 0 && granted.includes(`${required.slice(0, colon)}:*`)
+}

@@ -1,0 +1,31 @@
+import t from 'tap'
+import {
+  ACCESS_TOKEN_TTL_SECONDS, ACCESS_TOKEN_TYP, accessTokenVerifyOptions, readAccessTokenClaims
+} from '../../common/access-token-profile.js'
+
+/** The one claims parser identity and the gateway read access tokens with. */
+
+const CLAIMS = { sub: 'usr_1', sid: 'ses_1', jti: 'j1', iat: 1_700_000_000, exp: 1_700_000_000 + ACCESS_TOKEN_TTL_SECONDS, permissions: ['users:list'] }
+
+t.test('the claims of a payload as identity issues it', async (t) => {
+  t.same(readAccessTokenClaims({ ...CLAIMS, iss: 'i', aud: 'a', client_id: 'portier' }), CLAIMS, 'exactly the profile\'s claims, nothing else')
+  t.same(readAccessTokenClaims({ ...CLAIMS, permissions: [] })?.permissions, [], 'no permission is a list too')
+})
+
+t.test('a payload with a claim missing or of the wrong type has no claims', async (t) => {
+  const broken: Array<[string, Record<string, unknown>]> = [
+    ['no sub', { sub: undefined }], ['sub a number', { sub: 1 }], ['no sid', { sid: undefined }], ['sid null', { sid: null }],
+    ['jti a number', { jti: 7 }], ['iat a string', { iat: '1700000000' }], ['exp not finite', { exp: Number.NaN }],
+    ['no permissions', { permissions: undefined }], ['permissions a string', { permissions: '*' }],
+    ['a permission not a string', { permissions: ['users:list', 1] }]
+  ]
+  for (const [label, change] of broken) t.equal(readAccessTokenClaims({ ...CLAIMS, ...change }), null, label)
+})
+
+t.test('jose is asked for the profile: typ, the given algorithms, issuer, audience, required claims', async (t) => {
+  const options = accessTokenVerifyOptions({ issuer: 'i', audience: 'a', algorithms: ['EdDSA'], now: 1_000 })
+  t.match(options, { typ: ACCESS_TOKEN_TYP, algorithms: ['EdDSA'], issuer: 'i', audience: 'a', requiredClaims: ['sub', 'sid', 'exp', 'iat', 'jti'] })
+  t.equal((options.currentDate as Date).getTime(), 1_000, 'at the given time')
+  t.notOk('clockTolerance' in options, 'no expiry tolerated unless asked')
+  t.equal(accessTokenVerifyOptions({ issuer: 'i', audience: 'a', algorithms: ['ES256'], now: 0, toleratedExpirySeconds: 30 }).clockTolerance, 30)
+})
