@@ -31,7 +31,7 @@ export interface RuntimeDependencies {
 interface Sharing {
   l2: KeyCacheL2
   revocationShare: RevocationShare
-  events: () => EventBus
+  createEvents: () => EventBus
   /** Up means usable for both jobs: the L2 cache (a cluster with a dead master is not), and hearing invalidation events. */
   redisState: (events: EventBus) => Promise<RedisState>
   onRedisBack: (listener: () => void) => void
@@ -42,7 +42,7 @@ function sharingOf (redis: GatewayRedis | null, options: ResolvedGatewayOptions,
     return {
       l2: createNoKeyCacheL2(),
       revocationShare: createMemoryRevocationShare(),
-      events: createMemoryEventBus,
+      createEvents: createMemoryEventBus,
       redisState: async () => 'not_configured',
       onRedisBack: () => {}
     }
@@ -51,7 +51,7 @@ function sharingOf (redis: GatewayRedis | null, options: ResolvedGatewayOptions,
   return {
     l2,
     revocationShare: createRedisRevocationShare({ redis: redis.client, log }),
-    events: () => createRedisEventBus({ redis: redis.client, channel: options.eventsChannel, log }),
+    createEvents: () => createRedisEventBus({ redis: redis.client, channel: options.eventsChannel, log }),
     redisState: async (events) => l2.inUse && events.receiving() && await redis.whole() ? 'up' : 'down',
     onRedisBack: redis.onReturn
   }
@@ -75,7 +75,7 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
   const redis = connectGatewayRedis(redisTargetOf(options).target, deps.redis, log)
   const sharing = sharingOf(redis, options, log, now)
   const ownsEvents = deps.events === undefined
-  const events = deps.events ?? sharing.events()
+  const events = deps.events ?? sharing.createEvents()
   const identity = createIdentityClient({ ...options.identity })
 
   const keys = createApiKeyVerifier({
