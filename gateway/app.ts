@@ -2,8 +2,8 @@ import { createHttpApp } from '../common/http-app.js'
 import type { GatewayServerConfig } from './config.js'
 import { metricsRoute } from './observability/metrics-route.js'
 import { DEFAULT_BODY_LIMIT_BYTES } from './options.js'
-import { portierGateway } from './plugin.js'
-import type { GatewayRuntime, RuntimeDependencies } from './runtime.js'
+import { portierGateway, type PortierGateway } from './plugin.js'
+import type { RuntimeDependencies } from './runtime.js'
 
 export interface GatewayServerOptions extends RuntimeDependencies {
   /** Where log lines go; tests pass a stream to read them. */
@@ -39,7 +39,7 @@ export async function buildGatewayServer (config: GatewayServerConfig, options: 
  * nothing else is served there, and nothing of the traffic is.
  */
 export async function buildMetricsServer (config: Pick<GatewayServerConfig, 'logLevel'> & Partial<Pick<GatewayServerConfig, 'timeouts'>>,
-  runtime: Pick<GatewayRuntime, 'metrics'>, options: Pick<GatewayServerOptions, 'logStream'> = {}) {
+  runtime: Pick<PortierGateway, 'metrics'>, options: Pick<GatewayServerOptions, 'logStream'> = {}) {
   const app = createHttpApp({
     name: 'gateway-metrics',
     logLevel: config.logLevel,

@@ -10,19 +10,32 @@ import { bufferedBodyReader, closeIfBodyPending } from '../common/request-body.j
 import { documentationRoutes } from './docs/routes.js'
 import { observabilityRoutes } from './observability/routes.js'
 import { metricsRoute } from './observability/metrics-route.js'
+import type { GatewayMetrics } from './observability/metrics.js'
 import { GatewayOptionsSchema, metricsOptionProblems, redisTargetOf, type GatewayOptionsInput, type ResolvedGatewayOptions } from './options.js'
 import { addVary, registerProxy } from './proxy/index.js'
 import type { GateDecision } from './request-gate.js'
 import { createGatewayRuntime, type GatewayRuntime, type RuntimeDependencies } from './runtime.js'
 import { isJsonContentType } from './proxy/json-bodies.js'
 import { inflectKeys, keyConverter } from './inflection/index.js'
+import type { RouteTable } from './routing/index.js'
 
 export type GatewayPluginOptions = GatewayOptionsInput & RuntimeDependencies
 
+/** What a host app reaches of the gateway registered on it (`app.portierGateway`). */
+export interface PortierGateway {
+  /** Reads the upstreams again (on the host's own signal): false when the new config is refused and the previous one stays. */
+  reload: () => boolean
+  /** The route table in force, and whether /metrics is served on the app: what `gatewayOpenApiDocument` documents. */
+  readonly table: RouteTable
+  readonly metricsRoute: boolean
+  /** For a host that serves the metrics itself, where only its monitoring reaches them. */
+  readonly metrics: Pick<GatewayMetrics, 'registry'>
+}
+
 declare module 'fastify' {
   interface FastifyInstance {
-    /** The gateway registered on this app: reload its upstreams, read its state. */
-    portierGateway: GatewayRuntime
+    /** The gateway registered on this app: reload its upstreams, document its routes, read its metrics. */
+    portierGateway: PortierGateway
   }
   interface FastifyRequest {
     portierGate: GateDecision | null
@@ -167,7 +180,13 @@ const gatewayPlugin: FastifyPluginAsync<GatewayPluginOptions> = async (app, plug
     ...(redis !== undefined ? { redis } : {}),
     ...(now !== undefined ? { now } : {})
   }, app.log)
-  app.decorate('portierGateway', runtime)
+  const gateway: PortierGateway = {
+    reload: runtime.reload,
+    get table (): RouteTable { return runtime.table },
+    metricsRoute: runtime.metricsRoute,
+    metrics: { registry: runtime.metrics.registry }
+  }
+  app.decorate('portierGateway', gateway)
   app.decorateRequest('portierGate', null)
   app.addHook('onReady', async () => { await runtime.start() })
   app.addHook('onClose', async () => { await runtime.close() })

@@ -1,12 +1,10 @@
 import { createHmac } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
-import type { FastifyBaseLogger } from 'fastify'
 import { parseApiKey } from '../../common/api-key-format.js'
 import type { KeyInvalidReason } from '../../common/internal-api.js'
-import type { RedisClient } from '../../common/redis.js'
 import type { IdentityClient, KeyVerdict } from './identity-client.js'
 import type { GatewayMetrics } from '../observability/metrics.js'
-import { createKeyCacheL2, type VerifiedKey } from './key-cache-l2.js'
+import type { KeyCacheL2, VerifiedKey } from './key-cache-l2.js'
 
 export type { VerifiedKey } from './key-cache-l2.js'
 
@@ -16,15 +14,16 @@ export type KeyCheck =
 
 export interface ApiKeyVerifierOptions {
   identity: Pick<IdentityClient, 'verifyKey'>
-  redis: RedisClient | null
+  /** Shared by the replicas (Redis), or none: the verifier neither opens nor closes it. */
+  l2: KeyCacheL2
   /** Secret for the cache keys: no raw key, and no unsalted hash of one, ever reaches Redis. */
   hmacKey: Buffer
   l1MaxEntries: number
   l1TtlMs: number
+  /** Bounds how long any tier trusts a verification, whatever the key's own expiry. */
   l2TtlMs: number
   negativeTtlMs: number
-  metrics: GatewayMetrics
-  log: FastifyBaseLogger
+  metrics: Pick<GatewayMetrics, 'keyCache'>
   now?: () => number
 }
 
@@ -39,7 +38,7 @@ export interface ApiKeyVerifierOptions {
  * L2, and why any failure of it sets it aside, is in key-cache-l2.ts.
  */
 export function createApiKeyVerifier (options: ApiKeyVerifierOptions) {
-  const { identity, redis, metrics, log } = options
+  const { identity, l2, metrics } = options
   const now = options.now ?? Date.now
   const keyIndex = new Map<string, Set<string>>()
   const positive = new LRUCache<string, VerifiedKey>({
@@ -52,7 +51,6 @@ export function createApiKeyVerifier (options: ApiKeyVerifierOptions) {
   /** Bumped by every eviction; a miss that started before one must not write its result. */
   let evictions = 0
   const evictedAt = new LRUCache<string, number>({ max: 100_000 })
-  const l2 = redis === null ? null : createKeyCacheL2({ redis, l2TtlMs: options.l2TtlMs, log, now })
 
   function unindex (keyId: string, cacheKey: string): void {
     const set = keyIndex.get(keyId)
@@ -88,7 +86,7 @@ export function createApiKeyVerifier (options: ApiKeyVerifierOptions) {
     const startedAt = evictions
     // evictedAt holds the count once that eviction finished (Infinity while it runs): equal to startedAt means it finished before this miss.
     const unchangedSinceStart = (keyId: string): boolean => (evictedAt.get(keyId) ?? -1) <= startedAt
-    const cached = l2 === null ? null : await l2.read(cacheKey)
+    const cached = await l2.read(cacheKey)
     if (cached !== null && unchangedSinceStart(cached.id)) {
       metrics.keyCache.inc({ tier: 'l2', result: 'hit' })
       remember(cacheKey, cached)
@@ -105,7 +103,7 @@ export function createApiKeyVerifier (options: ApiKeyVerifierOptions) {
     const key = fromVerdict(verdict)
     if (unchangedSinceStart(key.id)) {
       remember(cacheKey, key)
-      await l2?.write(cacheKey, key, () => unchangedSinceStart(key.id))
+      await l2.write(cacheKey, key, () => unchangedSinceStart(key.id))
     }
     return { valid: true, key }
   }
@@ -144,27 +142,13 @@ export function createApiKeyVerifier (options: ApiKeyVerifierOptions) {
       for (const cacheKey of written) positive.delete(cacheKey)
       // A re-enabled or re-permitted key must not stay refused for the negative TTL.
       negative.clear()
-      if (l2 === null) { evictedAt.set(keyId, evictions); return }
       await l2.evict(keyId, written)
       // Counted again once L2 is clean: a miss that began while the deletes ran may have read the stale entry.
       evictions++
       evictedAt.set(keyId, evictions)
     },
 
-    /**
-     * After Redis was unreachable, events published meanwhile were lost: L2 is set
-     * aside until every entry has been dropped, so none outlives a change it did not
-     * hear of. L1 entries expire on their own TTL, which bounds how long a missed
-     * eviction can last.
-     */
-    setAsideL2 (): void { l2?.setAside() },
-
-    /** Whether L2 is read and written now (false while Redis is unusable or L2 awaits its flush). */
-    get l2InUse (): boolean { return l2?.inUse ?? false },
-
-    get l1Size (): number { return positive.size },
-
-    close (): void { l2?.close() }
+    get l1Size (): number { return positive.size }
   }
 }
 

@@ -12,7 +12,38 @@ export interface VerifiedKey {
   until: number
 }
 
-export interface KeyCacheL2Options {
+/**
+ * L2 of the API key cache (DESIGN "Gateway request path" §3): verified keys shared by
+ * every gateway replica, under the HMAC cache key of the presented key. No method
+ * throws: a tier that fails answers "not cached", and the verifier asks identity.
+ */
+export interface KeyCacheL2 {
+  /** The entry under `cacheKey`, unless absent, past its `until`, or L2 is not in use. */
+  read: (cacheKey: string) => Promise<VerifiedKey | null>
+  /** `stillCurrent` says whether no eviction of the key was heard since its verification began. */
+  write: (cacheKey: string, key: VerifiedKey, stillCurrent: () => boolean) => Promise<void>
+  /** Deletes the entries of one key: those L2 finds under its id, and `written`, the ones this process wrote. */
+  evict: (keyId: string, written: string[]) => Promise<void>
+  /** Events may have been missed: no entry is used again until every entry has been dropped. */
+  setAside: () => void
+  /** Whether L2 is read and written now. */
+  readonly inUse: boolean
+  close: () => void
+}
+
+/** Without Redis there is no L2: one gateway, L1 and identity. */
+export function createNoKeyCacheL2 (): KeyCacheL2 {
+  return {
+    async read () { return null },
+    async write () {},
+    async evict () {},
+    setAside () {},
+    inUse: false,
+    close () {}
+  }
+}
+
+export interface RedisKeyCacheL2Options {
   redis: RedisClient
   l2TtlMs: number
   log: FastifyBaseLogger
@@ -26,16 +57,14 @@ const L2_RECOVERY_INTERVAL_MS = 1_000
 const CLUSTER_SLOTS = 16_384
 
 /**
- * L2 of the API key cache: verified keys in Redis,
- * shared by every gateway replica, under the HMAC cache key of the presented key, with
- * an index per key id that an eviction reads to find the key's entries.
+ * L2 in Redis, with an index per key id that an eviction reads to find the key's entries.
  *
  * Any L2 failure (Redis down, a cluster node dead, a command timed out) sets L2 aside:
  * requests go straight to identity, with no wait on Redis, until every L2 entry has
  * been flushed. An eviction that could not reach Redis would otherwise be undone by
  * the entry it failed to delete once Redis answers again.
  */
-export function createKeyCacheL2 (options: KeyCacheL2Options) {
+export function createRedisKeyCacheL2 (options: RedisKeyCacheL2Options): KeyCacheL2 {
   const { redis, log, now } = options
   let inUse = true
   /** Bumped by each reason to set L2 aside: a flush that began before one does not put L2 back. */
@@ -113,7 +142,7 @@ export function createKeyCacheL2 (options: KeyCacheL2Options) {
   }
 
   return {
-    async read (cacheKey: string): Promise<VerifiedKey | null> {
+    async read (cacheKey) {
       if (!usable()) return null
       try {
         const raw = await withinDeadline(redis.get(ENTRY_PREFIX + cacheKey))
@@ -126,8 +155,7 @@ export function createKeyCacheL2 (options: KeyCacheL2Options) {
       }
     },
 
-    /** `stillCurrent` says whether no eviction of the key was heard since its verification began. */
-    async write (cacheKey: string, key: VerifiedKey, stillCurrent: () => boolean): Promise<void> {
+    async write (cacheKey, key, stillCurrent) {
       const ttl = Math.floor(key.until - now())
       if (!usable() || ttl <= 0) return
       const index = INDEX_PREFIX + key.id
@@ -153,8 +181,7 @@ export function createKeyCacheL2 (options: KeyCacheL2Options) {
       }
     },
 
-    /** Deletes the L2 entries of one key: those its index names, and `written`, the ones this process wrote. */
-    async evict (keyId: string, written: string[]): Promise<void> {
+    async evict (keyId, written) {
       if (!usable()) {
         // Entries Redis still holds for the key are dropped by the flush that must come before L2 is used again.
         setAside()
@@ -173,7 +200,7 @@ export function createKeyCacheL2 (options: KeyCacheL2Options) {
 
     setAside,
 
-    /** Whether L2 is read and written now (false while Redis is unusable or L2 awaits its flush). */
+    /** False while Redis is unusable or L2 awaits its flush. */
     get inUse (): boolean { return usable() },
 
     close (): void {
@@ -182,5 +209,3 @@ export function createKeyCacheL2 (options: KeyCacheL2Options) {
     }
   }
 }
-
-export type KeyCacheL2 = ReturnType<typeof createKeyCacheL2>

@@ -1,17 +1,16 @@
 import { ACCESS_TOKEN_TTL_SECONDS } from '../../common/access-token-profile.js'
-import type { RedisClient } from '../../common/redis.js'
 import type { FastifyBaseLogger } from 'fastify'
 import type { IdentityClient } from './identity-client.js'
+import type { RevocationShare } from './revocation-share.js'
 
 /** Access tokens live ACCESS_TOKEN_TTL_SECONDS; 60 s more covers clock skew between hosts. */
 const TOKEN_LIFETIME_MS = ACCESS_TOKEN_TTL_SECONDS * 1000
 const SKEW_MS = 60_000
-const REVOKED_SESSIONS_KEY = 'portier:revoked-sessions'
-const STALE_USERS_KEY = 'portier:stale-users'
 
 export interface TokenRevocationsOptions {
   identity: Pick<IdentityClient, 'revokedSessionsSince'>
-  redis: RedisClient | null
+  /** Where gateways share revocations (Redis), so that one that starts late learns what it missed. */
+  share: RevocationShare
   log: FastifyBaseLogger
   now?: () => number
 }
@@ -24,13 +23,13 @@ export type Rejection = 'session_revoked' | 'permissions_changed'
  * token carries the old ones; the client refreshes to get the new ones).
  *
  * Checked on every request from memory only. Kept in step by identity's events,
- * shared in Redis (sorted sets scored by when an entry can be forgotten) so that a
- * gateway that starts late learns what it missed, and re-read from identity's
+ * shared with the other gateways (scored by when an entry can be forgotten) so that
+ * a gateway that starts late learns what it missed, and re-read from identity's
  * revocation feed periodically and after a Redis outage, when events may have been
  * lost. Entries are forgotten once no token they could reject is still alive.
  */
 export function createTokenRevocations (options: TokenRevocationsOptions) {
-  const { redis, log } = options
+  const { share, log } = options
   const now = options.now ?? Date.now
   /** session id → when it can be forgotten */
   const revokedSessions = new Map<string, number>()
@@ -48,25 +47,14 @@ export function createTokenRevocations (options: TokenRevocationsOptions) {
     if (at > (staleUsers.get(userId) ?? 0)) staleUsers.set(userId, at)
   }
 
-  async function share (key: string, entries: Array<[string, number]>): Promise<void> {
-    if (redis === null || redis.status !== 'ready' || entries.length === 0) return
-    try {
-      // GT: a later instant never gets replaced by an earlier one from a slower gateway.
-      await redis.zadd(key, 'GT', ...entries.flatMap(([member, score]) => [score, member]))
-    } catch (err) {
-      log.warn({ err }, 'could not share a revocation in Redis; other gateways still hear the event')
-    }
-  }
-
   async function loadShared (): Promise<void> {
-    if (redis === null || redis.status !== 'ready') return
     const t = now()
     const [sessions, users] = await Promise.all([
-      redis.zrangebyscore(REVOKED_SESSIONS_KEY, t, '+inf', 'WITHSCORES'),
-      redis.zrangebyscore(STALE_USERS_KEY, t - TOKEN_LIFETIME_MS - SKEW_MS, '+inf', 'WITHSCORES')
+      share.read('revoked-sessions', t),
+      share.read('stale-users', t - TOKEN_LIFETIME_MS - SKEW_MS)
     ])
-    for (let i = 0; i < sessions.length; i += 2) addSession(sessions[i] as string, Number(sessions[i + 1]))
-    for (let i = 0; i < users.length; i += 2) addStaleUser(users[i] as string, Number(users[i + 1]))
+    for (const [id, forgetAt] of sessions) addSession(id, forgetAt)
+    for (const [id, at] of users) addStaleUser(id, at)
   }
 
   async function loadFromIdentity (): Promise<void> {
@@ -79,7 +67,7 @@ export function createTokenRevocations (options: TokenRevocationsOptions) {
       addSession(s.id, forgetAt)
       shared.push([s.id, forgetAt])
     }
-    await share(REVOKED_SESSIONS_KEY, shared)
+    await share.add('revoked-sessions', shared)
     // The next sync overlaps a little: a revocation committed while we asked is not skipped.
     syncedUpTo = startedAt - SKEW_MS
   }
@@ -100,15 +88,15 @@ export function createTokenRevocations (options: TokenRevocationsOptions) {
     async revokeSessions (sessionIds: string[], at: number): Promise<void> {
       const forgetAt = forgetAfter(at)
       for (const id of sessionIds) addSession(id, forgetAt)
-      await share(REVOKED_SESSIONS_KEY, sessionIds.map((id) => [id, forgetAt]))
+      await share.add('revoked-sessions', sessionIds.map((id) => [id, forgetAt]))
     },
 
     async permissionsChanged (userIds: string[], at: number): Promise<void> {
       for (const id of userIds) addStaleUser(id, at)
-      await share(STALE_USERS_KEY, userIds.map((id) => [id, at]))
+      await share.add('stale-users', userIds.map((id) => [id, at]))
     },
 
-    /** Catches up from Redis and identity; each source that fails is logged and retried next time. */
+    /** Catches up from the share and from identity; each source that fails is logged and retried next time. */
     async sync (): Promise<void> {
       await Promise.all([
         loadShared().catch((err: unknown) => { log.warn({ err }, 'could not read shared revocations from Redis') }),
@@ -116,20 +104,12 @@ export function createTokenRevocations (options: TokenRevocationsOptions) {
       ])
     },
 
-    /** Drops entries that can no longer reject any live token, and trims Redis likewise. */
+    /** Drops entries that can no longer reject any live token, and trims the share likewise. */
     async prune (): Promise<void> {
       const t = now()
       for (const [id, forgetAt] of revokedSessions) if (forgetAt <= t) revokedSessions.delete(id)
       for (const [id, at] of staleUsers) if (forgetAfter(at) <= t) staleUsers.delete(id)
-      if (redis === null || redis.status !== 'ready') return
-      try {
-        await Promise.all([
-          redis.zremrangebyscore(REVOKED_SESSIONS_KEY, '-inf', t),
-          redis.zremrangebyscore(STALE_USERS_KEY, '-inf', t - TOKEN_LIFETIME_MS - SKEW_MS)
-        ])
-      } catch {
-        // Trimming is housekeeping; the next prune tries again.
-      }
+      await Promise.all([share.trim('revoked-sessions', t), share.trim('stale-users', t - TOKEN_LIFETIME_MS - SKEW_MS)])
     },
 
     get size (): { sessions: number, users: number } { return { sessions: revokedSessions.size, users: staleUsers.size } }

@@ -1,0 +1,81 @@
+import { watch, type FSWatcher } from 'node:fs'
+import { basename, dirname, resolve } from 'node:path'
+import type { FastifyBaseLogger } from 'fastify'
+import { ConfigError } from '../../common/config.js'
+import { loadUpstreamsFile, parseUpstreams } from './load.js'
+import { buildRouteTable } from './route-table.js'
+import type { RouteTable, UpstreamsConfig } from './types.js'
+
+export interface LiveRouteTableOptions {
+  /** Where the upstreams come from: a file, read again on each reload, or the config itself. */
+  source: { file: string } | { config: unknown }
+  identityOrigin: string
+  log: FastifyBaseLogger
+}
+
+const FILE_CHANGE_DEBOUNCE_MS = 100
+const DEFAULT_CONNECT_TIMEOUT_MS = 2_000
+
+/**
+ * The route table in force, swapped whole on reload so that in-flight requests finish
+ * on the table they started with. Built at once: a bad upstreams config throws here.
+ */
+export function createLiveRouteTable (options: LiveRouteTableOptions) {
+  const { source, identityOrigin, log } = options
+  let table: RouteTable = buildRouteTable(loadConfig(), { identityOrigin })
+  let watcher: FSWatcher | null = null
+
+  function loadConfig (): UpstreamsConfig {
+    if ('file' in source) {
+      const loaded = loadUpstreamsFile(source.file)
+      for (const warning of loaded.warnings) log.warn({ file: source.file }, warning)
+      return loaded.config
+    }
+    const loaded = parseUpstreams(JSON.stringify(source.config), 'plugin option upstreams', 'json')
+    for (const warning of loaded.warnings) log.warn(warning)
+    return loaded.config
+  }
+
+  /** Reads the upstreams again; an invalid config is logged and the current one stays. */
+  function reload (): boolean {
+    try {
+      table = buildRouteTable(loadConfig(), { identityOrigin })
+      log.info({ upstreams: table.upstreams.length, routes: table.routeCount }, 'upstreams reloaded')
+      return true
+    } catch (err) {
+      const problems = err instanceof ConfigError ? err.problems : [(err as Error).message]
+      log.error({ problems }, 'upstreams reload rejected; the previous config stays in force')
+      return false
+    }
+  }
+
+  return {
+    get table (): RouteTable { return table },
+    reload,
+
+    connectTimeoutMs (origin: string): number {
+      const upstream = table.upstreams.find((u) => u.origin === origin)
+      return upstream?.timeouts.connectMs ?? DEFAULT_CONNECT_TIMEOUT_MS
+    },
+
+    /** Reloads when the upstreams file changes on disk (nothing to watch for a config passed as such). */
+    watch (): void {
+      if (!('file' in source) || watcher !== null) return
+      const file = source.file
+      let debounce: NodeJS.Timeout | undefined
+      // The folder, not the file: editors replace files by rename, which a file watch loses.
+      watcher = watch(dirname(resolve(file)), (_event, name) => {
+        if (name !== basename(file)) return
+        clearTimeout(debounce)
+        debounce = setTimeout(reload, FILE_CHANGE_DEBOUNCE_MS)
+      })
+      watcher.on('error', (err) => { log.warn({ err }, 'upstreams file watch failed; SIGHUP still reloads') })
+    },
+
+    close (): void {
+      watcher?.close()
+    }
+  }
+}
+
+export type LiveRouteTable = ReturnType<typeof createLiveRouteTable>
