@@ -4,6 +4,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import { ConfigError } from '../../common/config.js'
 import { loadUpstreamsFile, parseUpstreams } from './load.js'
 import { buildRouteTable } from './route-table.js'
+import { DEFAULT_CONNECT_TIMEOUT_MS } from './schema.js'
 import type { RouteTable, UpstreamsConfig } from './types.js'
 
 export interface LiveRouteTableOptions {
@@ -14,7 +15,6 @@ export interface LiveRouteTableOptions {
 }
 
 const FILE_CHANGE_DEBOUNCE_MS = 100
-const DEFAULT_CONNECT_TIMEOUT_MS = 2_000
 
 /**
  * The route table in force, swapped whole on reload so that in-flight requests finish
