@@ -147,7 +147,10 @@ async function main (): Promise<void> {
   const result: Partial<BenchResult> = {}
   try {
     const ctx: BenchContext = {
-      stack, driver, connections: settings.connections, say,
+      stack,
+      driver,
+      connections: settings.connections,
+      say,
       rounds: { rounds: settings.rounds, durationSeconds: settings.durationSeconds, warmupSeconds: settings.warmupSeconds, say }
     }
     say('[1/6] gateways warm-up')

@@ -15,11 +15,25 @@ export interface RunSettings extends BenchSettings {
 export function defaultSettings (quick: boolean): RunSettings {
   return quick
     ? {
-        mode: 'quick', durationSeconds: 1.5, rounds: 2, warmupSeconds: 0.5, connections: 10, keysInIdentity: 20_000, distinctKeysInTraffic: 12_000,
-        flood: { unknown: 1_000, wrongSecret: 20 }, mockUsers: 1_000
+        mode: 'quick',
+        durationSeconds: 1.5,
+        rounds: 2,
+        warmupSeconds: 0.5,
+        connections: 10,
+        keysInIdentity: 20_000,
+        distinctKeysInTraffic: 12_000,
+        flood: { unknown: 1_000, wrongSecret: 20 },
+        mockUsers: 1_000
       }
     : {
-        mode: 'full', durationSeconds: 4, rounds: 10, warmupSeconds: 2, connections: 10, keysInIdentity: 100_000, distinctKeysInTraffic: 20_000,
-        flood: { unknown: 2_000, wrongSecret: 100 }, mockUsers: 1_000
+        mode: 'full',
+        durationSeconds: 4,
+        rounds: 10,
+        warmupSeconds: 2,
+        connections: 10,
+        keysInIdentity: 100_000,
+        distinctKeysInTraffic: 20_000,
+        flood: { unknown: 2_000, wrongSecret: 100 },
+        mockUsers: 1_000
       }
 }

@@ -127,7 +127,9 @@ export async function startStack (options: StackOptions): Promise<Stack> {
         name,
         command: process.execPath,
         args: nodeArgs('gateway/server.js', name, options.cpuProfileDir),
-        env: gatewayEnv(port, upstreamsFile, metricsPort), url: `http://127.0.0.1:${port}`, readyPath: '/readyz'
+        env: gatewayEnv(port, upstreamsFile, metricsPort),
+        url: `http://127.0.0.1:${port}`,
+        readyPath: '/readyz'
       })
       stops.push(gateway.stop)
       return gateway
@@ -137,8 +139,12 @@ export async function startStack (options: StackOptions): Promise<Stack> {
 
     const barePort = await freePort()
     const bare = await startService({
-      name: 'bare-proxy', command: process.execPath, args: nodeArgs('bench/baselines/bare-proxy.js', 'bare-proxy', options.cpuProfileDir),
-      env: { BARE_PROXY_PORT: String(barePort), BARE_PROXY_UPSTREAM: mock.url }, url: `http://127.0.0.1:${barePort}`, readyPath: '/healthz'
+      name: 'bare-proxy',
+      command: process.execPath,
+      args: nodeArgs('bench/baselines/bare-proxy.js', 'bare-proxy', options.cpuProfileDir),
+      env: { BARE_PROXY_PORT: String(barePort), BARE_PROXY_UPSTREAM: mock.url },
+      url: `http://127.0.0.1:${barePort}`,
+      readyPath: '/healthz'
     })
     stops.push(bare.stop)
 

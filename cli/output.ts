@@ -14,6 +14,7 @@ export interface Answer {
 
 const NONE = '-'
 // C0/C1 controls and DEL would let a stored value (a user agent, say) drive the terminal.
+// eslint-disable-next-line no-control-regex -- matching them is the point
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/g
 
 function cell (value: unknown): string {

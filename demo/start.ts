@@ -51,8 +51,12 @@ function collectProblems<T extends Record<string, () => unknown>> (loaders: T): 
  */
 function loadConfigs (env: Record<string, string | undefined>) {
   const layered: Record<string, string | undefined> = {
-    IDENTITY_HOST: LOOPBACK, GATEWAY_HOST: LOOPBACK, GATEWAY_METRICS_HOST: LOOPBACK, UPSTREAM_MOCK_HOST: LOOPBACK,
-    IDENTITY_TRUST_PROXY: TRUST_THE_IN_PROCESS_GATEWAY, ...env
+    IDENTITY_HOST: LOOPBACK,
+    GATEWAY_HOST: LOOPBACK,
+    GATEWAY_METRICS_HOST: LOOPBACK,
+    UPSTREAM_MOCK_HOST: LOOPBACK,
+    IDENTITY_TRUST_PROXY: TRUST_THE_IN_PROCESS_GATEWAY,
+    ...env
   }
   // The database's folder holds the credentials; identity's schema validates the path itself below.
   const credentialsFile = credentialsFileBeside(databasePathOf(layered))

@@ -54,6 +54,8 @@ interface Panel {
 /** Escapes text for XML content and attribute values, and drops characters XML 1.0 forbids. */
 export function escapeXml (text: string): string {
   return text
+    // Control characters are what this removes: XML 1.0 does not allow them.
+    // eslint-disable-next-line no-control-regex
     .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/g, '')
     .replaceAll('&', '&amp;')
     .replaceAll('<', '&lt;')

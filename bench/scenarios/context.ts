@@ -15,7 +15,6 @@ export interface BenchContext {
   say: (line: string) => void
 }
 
-
 /** The body of `POST /sessions` for the bench user. */
 export function loginBody (stack: Stack): string {
   return JSON.stringify({ session: stack.accounts.user })

@@ -10,7 +10,7 @@ export function registerRoleCommands (program: Command, io: CliIo): void {
   const roles = program.command('roles').description('roles and the permissions they grant (resource:action, resource:*, *)')
 
   roles.command('set')
-    .description("create a role or replace its permissions")
+    .description('create a role or replace its permissions')
     .argument('<name>', 'role name (lower case, digits, - and _)')
     .requiredOption('--permissions <list>', 'comma-separated permissions, e.g. users:list,tasks:* (quote * in the shell)')
     .action(identityAction<{ permissions: string }>(io, async ({ args, options, services }) => {

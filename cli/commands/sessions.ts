@@ -51,7 +51,7 @@ export function registerSessionCommands (program: Command, io: CliIo): void {
     }))
 
   sessions.command('revoke-all')
-    .description("revoke every live session of a user")
+    .description('revoke every live session of a user')
     .requiredOption('--user <id>', 'user id')
     .action(identityAction<{ user: string }>(io, async ({ options, services }) => {
       const userId = checked(Id, options.user, '--user')

@@ -39,7 +39,7 @@ export async function applyAuthEvent (event: AuthEvent, targets: InvalidationTar
       return
     case 'signing_key.rotated':
       await targets.jwks.refresh()
-      return
+      break
     case 'user.enabled':
       // Nothing cached refuses an enabled user: tokens are issued afresh at login.
   }

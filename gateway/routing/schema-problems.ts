@@ -6,8 +6,13 @@ import { PATTERN_MESSAGES, UpstreamsFileSchema, type UpstreamsFileContent } from
 const validateFile: ValidateFunction = createAjv(false).compile(UpstreamsFileSchema)
 
 const TYPE_NAMES: Readonly<Record<string, string>> = {
-  string: 'a string', integer: 'an integer', number: 'a number', boolean: 'a boolean',
-  object: 'an object (a map of members)', array: 'a list', null: 'null'
+  string: 'a string',
+  integer: 'an integer',
+  number: 'a number',
+  boolean: 'a boolean',
+  object: 'an object (a map of members)',
+  array: 'a list',
+  null: 'null'
 }
 
 const unescapePointer = (segment: string): string => segment.replaceAll('~1', '/').replaceAll('~0', '~')

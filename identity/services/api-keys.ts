@@ -26,11 +26,11 @@ export const LEGACY_WRONG_SECRET_WINDOW_MS = 15 * 60_000
 
 export type KeyVerification =
   | {
-      valid: true
-      key: ApiKeyRecord
-      /** Set when the presented secret was replaced by a rotation and is in its grace period. */
-      deprecation: { deprecatedAt: number, sunsetAt: number } | null
-    }
+    valid: true
+    key: ApiKeyRecord
+    /** Set when the presented secret was replaced by a rotation and is in its grace period. */
+    deprecation: { deprecatedAt: number, sunsetAt: number } | null
+  }
   | { valid: false, reason: KeyInvalidReason }
 
 export interface ApiKeysOptions {

@@ -63,7 +63,9 @@ t.test('bad headers', async (t) => {
         name: 'GET /users: no Host header',
         raw: () => Buffer.from(`GET /users HTTP/1.1\r\nconnection: close\r\nx-api-key: ${usersKey}\r\n\r\n`),
         // Node's own answer (RFC 9112 §3.2 requires the 400): it comes before any Fastify code, so it is not a problem+json.
-        status: 400, code: 'bare', reaches: 'none'
+        status: 400,
+        code: 'bare',
+        reaches: 'none'
       },
       createTask('Content-Length and Transfer-Encoding at once', [['x-api-key', keys.tasks.key], JSON_TYPE,
         ['content-length', String(taskBody.length)], ['transfer-encoding', 'chunked']], MALFORMED_HTTP,

@@ -112,8 +112,13 @@ t.test('an install from before: the next npm start adds the key, encrypts the ke
     name: 'identity (before)',
     entry: 'dist/identity/server.js',
     env: {
-      IDENTITY_HOST: '127.0.0.1', IDENTITY_PORT: demo.env.IDENTITY_PORT as string, IDENTITY_ADMIN_PORT: demo.env.IDENTITY_ADMIN_PORT as string,
-      IDENTITY_DATABASE_PATH: demo.databasePath, IDENTITY_ADMIN_TOKEN: tokens.adminToken, IDENTITY_SERVICE_TOKEN: tokens.serviceToken, LOG_LEVEL: 'info'
+      IDENTITY_HOST: '127.0.0.1',
+      IDENTITY_PORT: demo.env.IDENTITY_PORT as string,
+      IDENTITY_ADMIN_PORT: demo.env.IDENTITY_ADMIN_PORT as string,
+      IDENTITY_DATABASE_PATH: demo.databasePath,
+      IDENTITY_ADMIN_TOKEN: tokens.adminToken,
+      IDENTITY_SERVICE_TOKEN: tokens.serviceToken,
+      LOG_LEVEL: 'info'
     },
     url: `http://127.0.0.1:${demo.env.IDENTITY_PORT as string}`,
     readyPath: '/healthz'
@@ -147,8 +152,13 @@ t.test('identity as its own process: the folder it creates is 0700, its files 06
     name: 'identity',
     entry: 'dist/identity/server.js',
     env: {
-      IDENTITY_HOST: '127.0.0.1', IDENTITY_PORT: String(port), IDENTITY_ADMIN_PORT: String(adminPort), IDENTITY_DATABASE_PATH: databasePath,
-      IDENTITY_ADMIN_TOKEN: randomBytes(24).toString('hex'), IDENTITY_SERVICE_TOKEN: randomBytes(24).toString('hex'), LOG_LEVEL: 'info'
+      IDENTITY_HOST: '127.0.0.1',
+      IDENTITY_PORT: String(port),
+      IDENTITY_ADMIN_PORT: String(adminPort),
+      IDENTITY_DATABASE_PATH: databasePath,
+      IDENTITY_ADMIN_TOKEN: randomBytes(24).toString('hex'),
+      IDENTITY_SERVICE_TOKEN: randomBytes(24).toString('hex'),
+      LOG_LEVEL: 'info'
     },
     url: `http://127.0.0.1:${port}`,
     readyPath: '/healthz'

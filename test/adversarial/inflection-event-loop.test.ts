@@ -46,7 +46,11 @@ async function post (url: string, headers: Record<string, string>, body: Buffer)
   const { hostname, port, pathname } = new URL(url)
   return await new Promise((resolve) => {
     const req = httpRequest({
-      host: hostname, port, path: pathname, method: 'POST', agent: false,
+      host: hostname,
+      port,
+      path: pathname,
+      method: 'POST',
+      agent: false,
       headers: { accept: 'application/json', 'content-type': 'application/json', 'content-length': String(body.length), ...headers }
     }, (res) => {
       res.resume()

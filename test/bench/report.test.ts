@@ -56,7 +56,7 @@ t.test('happy: the Markdown report', async (t) => {
 
   t.match(markdown, /^# Portier benchmark, 2026-03-02 \(full run\)\n/, 'heading with date and mode')
   t.match(markdown, 'Started 2026-03-02 14:15:03 UTC, took 12 min 38 s.')
-  t.match(markdown, `- **Machine:** AMD EPYC 7B13, 2 cores, 7.8 GiB RAM, Linux 6.1.0-18-cloud-amd64 (Debian 12), Node v20.20.2, Redis 7.0.15, nginx absent`)
+  t.match(markdown, '- **Machine:** AMD EPYC 7B13, 2 cores, 7.8 GiB RAM, Linux 6.1.0-18-cloud-amd64 (Debian 12), Node v20.20.2, Redis 7.0.15, nginx absent')
   t.match(markdown, '- **Settings:** 10 s × 3 rounds, 64 connections;')
   t.match(markdown, `- **Keys:** 100${NBSP}000 in identity, 20${NBSP}000 distinct in traffic`)
   t.match(markdown, '![throughput and p99 per scenario](2026-03-02.svg)', 'the chart is embedded')

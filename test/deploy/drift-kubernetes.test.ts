@@ -57,7 +57,7 @@ t.test('containers: commands, environment, secrets and ports', async (t) => {
     const mock = container(i, 'Deployment', 'upstream-mock')
     mock.env = mock.env.filter((e: { name: string }) => e.name !== 'UPSTREAM_MOCK_HOST')
   }),
-    /Deployment\/upstream-mock.*: upstream-mock's http listener binds 127\.0\.0\.1/, "the mock's loopback default")
+  /Deployment\/upstream-mock.*: upstream-mock's http listener binds 127\.0\.0\.1/, "the mock's loopback default")
   reports(t, baseWith((i) => { gateway(i).envFrom = [{ secretRef: { name: 'portier-secrets' } }] }), /envFrom: list variables one by one/, 'names that cannot be checked')
   const port = baseWith((i) => { container(i, 'Deployment', 'upstream-mock').ports[0].containerPort = 4001 })
   reports(t, port, /Deployment\/upstream-mock\.spec\.template\.spec\.containers\[0\]\.ports: containerPort 4001: upstream-mock listens on 4000 \(http\)/, 'a containerPort nobody listens on')

@@ -47,7 +47,7 @@ t.test('happy: keys convert at every depth, through arrays', async (t) => {
 })
 
 t.test('happy: values are never touched, only keys', async (t) => {
-  const body = { some_key: 'snake_value', list: ['first_name', 3, true, null], 'first_name': { 'x_y': 'a_b' } }
+  const body = { some_key: 'snake_value', list: ['first_name', 3, true, null], first_name: { x_y: 'a_b' } }
   t.same(inflectKeys(body, camel), { someKey: 'snake_value', list: ['first_name', 3, true, null], firstName: { xY: 'a_b' } })
 })
 

@@ -152,8 +152,14 @@ t.test('the proxy, end to end', async (t) => {
       })
       assertJson(t, answer, 201, 'POST /tasks')
       t.match(answer.body, {
-        id: Number, title: 'Write the proxy suite', dueOn: '2026-02-01', status: 'todo', assigneeId: null,
-        checklistItems: [{ label: 'headers', isDone: false }], createdAt: String, updatedAt: String
+        id: Number,
+        title: 'Write the proxy suite',
+        dueOn: '2026-02-01',
+        status: 'todo',
+        assigneeId: null,
+        checklistItems: [{ label: 'headers', isDone: false }],
+        createdAt: String,
+        updatedAt: String
       }, 'the created task, camelCase')
       t.notOk('due_on' in answer.body || 'checklist_items' in answer.body || 'created_at' in answer.body, 'no snake_case member left')
     })

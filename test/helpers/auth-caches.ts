@@ -21,10 +21,9 @@ export const silentLog = pino({ level: 'silent' }) as unknown as FastifyBaseLogg
 export interface Deferred<T> { promise: Promise<T>, resolve: (value: T) => void, reject: (err: Error) => void }
 
 export function deferred<T = void> (): Deferred<T> {
-  let resolve: (value: T) => void = () => {}
-  let reject: (err: Error) => void = () => {}
-  const promise = new Promise<T>((res, rej) => { resolve = res; reject = rej })
-  return { promise, resolve, reject }
+  let settle: Omit<Deferred<T>, 'promise'> = { resolve: () => {}, reject: () => {} }
+  const promise = new Promise<T>((resolve, reject) => { settle = { resolve, reject } })
+  return { promise, resolve: (value) => { settle.resolve(value) }, reject: (err) => { settle.reject(err) } }
 }
 
 /** Lets every pending promise continuation run (the verifier's awaits between its steps). */

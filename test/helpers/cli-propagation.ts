@@ -92,8 +92,6 @@ export function cliPropagation (leaks: LeakWatch) {
     return { code, stdout, stderr, json, answeredAt }
   }
 
-
-
   let counter = 0
   const unique = (what: string): string => `${what}-${++counter}`
 
@@ -116,7 +114,6 @@ export function cliPropagation (leaks: LeakWatch) {
     leaks.secret(login.body.access_token, login.body.refresh_token)
     return { userId: created.body.user.id, ...user, role, bearer: login.body.access_token, sid: sidOf(login.body.access_token) }
   }
-
 
   /** Every CLI command that changes what a gateway may have cached or must refuse. */
   const CASES: Array<[string, (system: System) => Promise<Prepared>]> = [

@@ -98,4 +98,3 @@ export const adminApiKeyRoutes: FastifyPluginAsyncTypebox<{ services: IdentitySe
     return reply.header('cache-control', 'no-store').send(created(result))
   })
 }
-

@@ -31,7 +31,7 @@ export const adminRoleRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServ
 
   app.put('/admin/roles/:name', {
     schema: {
-      summary: "Create a role or replace its permissions",
+      summary: 'Create a role or replace its permissions',
       tags,
       params: NameParams,
       body: Type.Object({ permissions: Permissions }, { additionalProperties: false }),
