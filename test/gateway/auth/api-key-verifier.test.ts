@@ -74,6 +74,17 @@ function setup (options: { l2?: KeyCacheL2, clock?: Clock, identity?: FakeIdenti
   return { identity, clock, counter, verifier }
 }
 
+/** A key verified once through a memory L2 shared by replicas: where the eviction races start. */
+async function verifiedThroughL2 (): Promise<{ clock: Clock, l2: ReturnType<typeof memoryL2>, identity: FakeIdentity, key: string }> {
+  const clock = fakeClock()
+  const l2 = memoryL2(clock.now)
+  const { identity, verifier } = setup({ clock, l2 })
+  const { key } = generateApiKey()
+  identity.answer(key, valid('key_1', ['users:list']))
+  await verifier.verify(key)
+  return { clock, l2, identity, key }
+}
+
 t.test('L1: a verified key is answered from memory', async (t) => {
   const { identity, counter, verifier } = setup()
   const { key } = generateApiKey()
@@ -283,12 +294,7 @@ t.test('an eviction while a verification is in flight', async (t) => {
   })
 
   await t.test('an L2 entry read while the eviction\'s deletes run is not trusted, nor is the verdict cached', async (t) => {
-    const clock = fakeClock()
-    const l2 = memoryL2(clock.now)
-    const { identity, verifier } = setup({ clock, l2 })
-    const { key } = generateApiKey()
-    identity.answer(key, valid('key_1', ['users:list']))
-    await verifier.verify(key)
+    const { clock, l2, identity, key } = await verifiedThroughL2()
 
     const evictGate = deferred()
     const slow: KeyCacheL2 = { ...l2, evict: async (keyId, written) => { await evictGate.promise; await l2.evict(keyId, written) } }
@@ -305,12 +311,7 @@ t.test('an eviction while a verification is in flight', async (t) => {
   })
 
   await t.test('an L2 read that began while the eviction\'s deletes ran, and ends after them, is not trusted', async (t) => {
-    const clock = fakeClock()
-    const l2 = memoryL2(clock.now)
-    const { identity, verifier } = setup({ clock, l2 })
-    const { key } = generateApiKey()
-    identity.answer(key, valid('key_1', ['users:list']))
-    await verifier.verify(key)
+    const { clock, l2, identity, key } = await verifiedThroughL2()
 
     const evictGate = deferred()
     const readGate = deferred()
