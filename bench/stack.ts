@@ -12,12 +12,14 @@ import { startService, type Service } from './processes/service.js'
 import { seedIdentity, type BenchAccounts } from './seed.js'
 import { writeUpstreamsFile } from './upstreams.js'
 
-const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url))
 /**
- * The services run from the bench's own build (tsconfig.bench.json → dist-bench/), so
- * that `npm run bench` never rewrites dist/ under a server or a test that runs from it.
+ * The services run from the build the bench itself was run from: `npm run bench` builds
+ * its own (tsconfig.bench.json → dist-bench/), so that it never rewrites dist/ under a
+ * server or a test that runs from it; the smoke test runs the bench from dist/, which
+ * `npm test` has just built whole.
  */
-const built = (entry: string): string => join(REPO_ROOT, 'dist-bench', entry)
+const BUILD_ROOT = fileURLToPath(new URL('..', import.meta.url))
+const built = (entry: string): string => join(BUILD_ROOT, entry)
 
 /** node's arguments for a Node service: its entry, after --cpu-prof when profiling. */
 function nodeArgs (entry: string, name: string, profileDir: string | undefined): string[] {
