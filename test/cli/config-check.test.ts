@@ -2,14 +2,14 @@ import t from 'tap'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { runPortierHere, type CliRun } from '../helpers/cli.js'
+import { repoPath } from '../helpers/repo-root.js'
 
 /**
  * `portier config check <file>`, run in this process with captured streams and an
  * empty environment: the command reads the file and nothing else.
  */
-const DEFAULT_FILE = fileURLToPath(new URL('../../gateway/upstreams.default.yaml', import.meta.url))
+const DEFAULT_FILE = repoPath('gateway/upstreams.default.yaml')
 
 const portier = async (args: string[]): Promise<CliRun> => await runPortierHere(args)
 

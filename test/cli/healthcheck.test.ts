@@ -2,12 +2,12 @@ import t, { type Test } from 'tap'
 import { spawn } from 'node:child_process'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { fileURLToPath } from 'node:url'
 import { probeHealth } from '../../cli/health-probe.js'
 import { freePort } from '../helpers/redis.js'
+import { repoPath } from '../helpers/repo-root.js'
 
 /** The compiled script the container HEALTHCHECK runs (`npm test` builds before tap runs). */
-const SCRIPT = fileURLToPath(new URL('../../dist/cli/healthcheck.js', import.meta.url))
+const SCRIPT = repoPath('dist/cli/healthcheck.js')
 
 async function serve (t: Test, handler: Parameters<typeof createServer>[1]): Promise<string> {
   const server: Server = createServer(handler)

@@ -3,7 +3,6 @@ import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
-import { fileURLToPath } from 'node:url'
 import { openDatabase } from '../../identity/store/database.js'
 import { startIdentity, tempDir } from '../helpers/identity.js'
 import { assertStatus } from '../helpers/assert.js'
@@ -11,6 +10,7 @@ import { postLogin, postVerifyKey, refreshTokens } from '../helpers/session-setu
 import { freePort, startRedis } from '../helpers/redis.js'
 import { watchEvents } from '../helpers/events.js'
 import { runPortierHere } from '../helpers/cli.js'
+import { REPO_ROOT } from '../helpers/repo-root.js'
 
 /**
  * The ops CLI as operators run it: the compiled `bin/portier.js` in a child process,
@@ -18,7 +18,7 @@ import { runPortierHere } from '../helpers/cli.js'
  * check one command's answer run `runPortier` in this process (the same code
  * without a Node start-up each), to keep the suite quick.
  */
-const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+const ROOT = REPO_ROOT
 // What operators run: bin/portier.js over dist/, which `npm test` builds before tap starts.
 const BIN = join(ROOT, 'bin', 'portier.js')
 /** One CLI run is a Node start-up plus argon2: generous for a loaded CI machine. */

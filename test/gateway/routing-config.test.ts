@@ -2,18 +2,18 @@ import t, { type Test } from 'tap'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { stringify } from 'yaml'
 import { ConfigError } from '../../common/config.js'
 import { PERMISSION_PATTERN } from '../../common/permissions.js'
 import { loadUpstreamsFile, parseUpstreams, type LoadedUpstreams, type LoadOptions } from '../../gateway/routing/index.js'
 import { configProblems } from '../helpers/config-problems.js'
+import { repoPath } from '../helpers/repo-root.js'
 
 /**
  * The upstreams file: schema errors and semantic collisions, each with the file and
  * the place inside it; YAML and JSON parsing; defaults; strict vs lenient permissions.
  */
-const DEFAULT_FILE = fileURLToPath(new URL('../../gateway/upstreams.default.yaml', import.meta.url))
+const DEFAULT_FILE = repoPath('gateway/upstreams.default.yaml')
 const FILE = 'gateway.yaml'
 
 type Member = Record<string, unknown>

@@ -2,7 +2,6 @@ import t from 'tap'
 import { spawn, spawnSync } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { stringify } from 'yaml'
 import { connect } from 'node:net'
 import { Writable } from 'node:stream'
@@ -14,6 +13,7 @@ import { mockUpstreams, startStack } from '../helpers/gateway.js'
 import { http } from '../helpers/http.js'
 import { freePort } from '../helpers/redis.js'
 import { tempDir } from '../helpers/temp.js'
+import { repoPath } from '../helpers/repo-root.js'
 
 async function accepts (port: number): Promise<boolean> {
   return await new Promise((resolve) => {
@@ -23,7 +23,7 @@ async function accepts (port: number): Promise<boolean> {
   })
 }
 
-const SERVER = fileURLToPath(new URL('../../dist/gateway/server.js', import.meta.url))
+const SERVER = repoPath('dist/gateway/server.js')
 const TOKEN = 's'.repeat(40)
 
 t.test('the environment is validated, naming every bad variable', async (t) => {

@@ -1,6 +1,6 @@
 import { readFileSync, writeFileSync } from 'node:fs'
-import { fileURLToPath } from 'node:url'
 import { identityPublicDocument } from '../../identity/openapi.js'
+import { repoPath } from './repo-root.js'
 
 /**
  * The gateway's copy of identity's public document: the gateway republishes identity's
@@ -9,7 +9,7 @@ import { identityPublicDocument } from '../../identity/openapi.js'
  * not change it. `npm run docs:identity` writes it; test/docs/identity-public.test.ts
  * fails when it no longer matches what identity generates.
  */
-export const IDENTITY_PUBLIC_FILE = fileURLToPath(new URL('../../gateway/docs/identity-public.json', import.meta.url))
+export const IDENTITY_PUBLIC_FILE = repoPath('gateway/docs/identity-public.json')
 export const WRITE_VARIABLE = 'PORTIER_WRITE_IDENTITY_DOCUMENT'
 
 /** The file's text as identity's code generates it now. */

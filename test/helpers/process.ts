@@ -1,13 +1,13 @@
 import { spawn, type ChildProcessByStdio } from 'node:child_process'
 import type { Readable } from 'node:stream'
-import { fileURLToPath } from 'node:url'
 import type { Teardown } from './temp.js'
+import { REPO_ROOT, repoPath } from './repo-root.js'
 
-export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url))
+export { REPO_ROOT }
 
 /** A compiled entry point (`npm test` builds before tap runs), e.g. `dist/demo/start.js`. */
 export function builtEntry (path: string): string {
-  return fileURLToPath(new URL(`../../${path}`, import.meta.url))
+  return repoPath(path)
 }
 
 export interface Exit { code: number | null, signal: NodeJS.Signals | null }

@@ -1,10 +1,10 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { parse } from 'yaml'
+import { repoPath } from './repo-root.js'
 
 /** The upstreams file the gateway ships with (it fronts the mock on 127.0.0.1:4000). */
-export const DEFAULT_UPSTREAMS_FILE = fileURLToPath(new URL('../../gateway/upstreams.default.yaml', import.meta.url))
+export const DEFAULT_UPSTREAMS_FILE = repoPath('gateway/upstreams.default.yaml')
 
 /**
  * Writes the shipped upstreams file into `dir` with its target pointed at `mockUrl`,

@@ -4,7 +4,6 @@ import { spawnSync } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
-import { fileURLToPath } from 'node:url'
 import { createLocalJWKSet, decodeProtectedHeader, exportPKCS8, generateKeyPair, jwtVerify } from 'jose'
 import { ConfigError } from '../../common/config.js'
 import { buildIdentity } from '../../identity/app.js'
@@ -16,6 +15,7 @@ import { adminClient, http } from '../helpers/http.js'
 import { startIdentity, tempDir, type TestIdentity } from '../helpers/identity.js'
 import { captureLogs } from '../helpers/logs.js'
 import { assertStatus } from '../helpers/assert.js'
+import { REPO_ROOT } from '../helpers/repo-root.js'
 
 /**
  * Encryption at rest of signing private keys (IDENTITY_SIGNING_KEY_ENCRYPTION_KEY):
@@ -25,7 +25,7 @@ import { assertStatus } from '../helpers/assert.js'
  * the variable and never its value.
  */
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+const ROOT = REPO_ROOT
 const VARIABLE = 'IDENTITY_SIGNING_KEY_ENCRYPTION_KEY'
 const PREVIOUS = 'IDENTITY_SIGNING_KEY_ENCRYPTION_KEY_PREVIOUS'
 const ENVELOPE = /^enc:v1:[A-Za-z0-9_-]{16}:[A-Za-z0-9_-]+$/

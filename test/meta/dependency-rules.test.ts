@@ -1,15 +1,15 @@
 import t from 'tap'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import { cruise, type ICruiseOptions, type IViolation } from 'dependency-cruiser'
 import extractDepcruiseOptions from 'dependency-cruiser/config-utl/extract-depcruise-options'
+import { REPO_ROOT } from '../helpers/repo-root.js'
 
 /**
  * The architecture holds in the import graph: the rules in .dependency-cruiser.cjs find
  * nothing in the tree, and each rule is shown to catch what it forbids on a small
  * fixture tree that breaks every one of them.
  */
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
+const ROOT = REPO_ROOT
 const FIXTURE = join(ROOT, 'test/meta/fixtures/architecture')
 const FOLDERS = ['common', 'gateway', 'identity', 'upstream-mock', 'cli', 'demo', 'bench', 'harness', 'test']
 

@@ -1,15 +1,15 @@
 import t from 'tap'
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { dirname, join, relative, resolve, sep } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { anchors, links } from './markdown.js'
+import { REPO_ROOT } from '../helpers/repo-root.js'
 
 /**
  * Every relative link of the README, of docs/ and of the folder READMEs leads to a file
  * of the repository, and every `#anchor` to a heading of its target, as GitHub renders
  * them: moving or renaming a section cannot leave a reader on a dead link.
  */
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
+const ROOT = REPO_ROOT
 
 function markdownUnder (folder: string): string[] {
   return readdirSync(join(ROOT, folder), { withFileTypes: true }).flatMap((entry) => {

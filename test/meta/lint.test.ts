@@ -1,13 +1,13 @@
 import t from 'tap'
-import { dirname, relative, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { relative } from 'node:path'
 import { ESLint } from 'eslint'
+import { REPO_ROOT } from '../helpers/repo-root.js'
 
 /**
  * The whole tree passes the linter (neostandard through eslint.config.js), so style is
  * settled by one tool rather than in review. `npx eslint --fix .` mends most findings.
  */
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
+const ROOT = REPO_ROOT
 
 t.test('every file passes the linter', async (t) => {
   const eslint = new ESLint({ cwd: ROOT })

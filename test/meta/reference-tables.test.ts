@@ -14,9 +14,10 @@ import { createIdentityMetrics } from '../../identity/observability/metrics.js'
 import { UpstreamMockEnvSchema } from '../../upstream-mock/config.js'
 import { UpstreamMockProblems } from '../../upstream-mock/errors.js'
 import { section, tableRows } from './markdown.js'
+import { repoPath } from '../helpers/repo-root.js'
 
 /** The reference tables of docs/ are documentation users rely on: they must not drift. */
-const doc = (name: string): string => readFileSync(new URL(`../../docs/${name}`, import.meta.url), 'utf8')
+const doc = (name: string): string => readFileSync(repoPath('docs', name), 'utf8')
 const configuration = doc('configuration.md')
 const errors = doc('errors.md')
 const operations = doc('operations.md')

@@ -1,16 +1,15 @@
 import t from 'tap'
 import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { fileURLToPath } from 'node:url'
 import { ConfigError } from '../../common/config.js'
 import { DEFAULT_SEED, loadUpstreamMockConfig } from '../../upstream-mock/config.js'
 import { http } from '../helpers/http.js'
 import { assertJson } from '../helpers/assert.js'
 import { freePort } from '../helpers/redis.js'
+import { REPO_ROOT, repoPath } from '../helpers/repo-root.js'
 
 /** The built entry point: `npm test` builds before tap runs. */
-const SERVER = fileURLToPath(new URL('../../dist/upstream-mock/server.js', import.meta.url))
-const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url))
+const SERVER = repoPath('dist/upstream-mock/server.js')
 const START_TIMEOUT_MS = 20_000
 
 interface Run { exitCode: number | null, signal: NodeJS.Signals | null, stdout: string, stderr: string }

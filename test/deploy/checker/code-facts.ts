@@ -2,7 +2,6 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
-import { fileURLToPath } from 'node:url'
 import type { FastifyInstance, HTTPMethods } from 'fastify'
 import type { TObject } from 'typebox'
 import { buildGatewayServer, buildMetricsServer } from '../../../gateway/app.js'
@@ -11,8 +10,9 @@ import { buildIdentity } from '../../../identity/app.js'
 import { IdentityEnvSchema, loadIdentityConfig } from '../../../identity/config.js'
 import { buildUpstreamMock } from '../../../upstream-mock/app.js'
 import { loadUpstreamMockConfig, UpstreamMockEnvSchema } from '../../../upstream-mock/config.js'
+import { REPO_ROOT } from '../../helpers/repo-root.js'
 
-export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url))
+export { REPO_ROOT }
 
 /** A port a service listens on, as its own config loader computes it from an environment. */
 export interface Listener {
