@@ -7,6 +7,7 @@ import Database from 'better-sqlite3'
 import { tempDir } from '../helpers/temp.js'
 import { builtEntry, REPO_ROOT, startProcess } from '../helpers/process.js'
 import { freePort } from '../helpers/redis.js'
+import { nodeCommand } from '../helpers/node-command.js'
 
 /**
  * The `portier` CLI never works on a database identity does not use: run from another
@@ -25,7 +26,7 @@ const RUN_TIMEOUT_MS = 30_000
 interface Run { code: number | null, stdout: string, stderr: string }
 
 async function portier (cwd: string, env: Record<string, string>, args: string[]): Promise<Run> {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
+  const child = spawn(...nodeCommand([BIN, ...args]), { cwd, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString() })

@@ -10,6 +10,7 @@ import { tempDir } from '../helpers/temp.js'
 import { builtEntry, REPO_ROOT, startProcess } from '../helpers/process.js'
 import { startServerProcess } from '../helpers/process-stack.js'
 import { freePort } from '../helpers/redis.js'
+import { nodeCommand } from '../helpers/node-command.js'
 
 /**
  * What a reader of identity's files gets, over real processes: nothing. The folder
@@ -23,7 +24,7 @@ const modeOf = (path: string): string => `0${(statSync(path).mode & 0o777).toStr
 
 /** The `portier` CLI as an operator runs it: a process with only the database path (and PATH). */
 async function cli (args: string[], env: Record<string, string>): Promise<{ code: number | null, stdout: string, stderr: string }> {
-  const child = spawn(process.execPath, [builtEntry('dist/cli/portier.js'), ...args], { cwd: REPO_ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(...nodeCommand([builtEntry('dist/cli/portier.js'), ...args]), { cwd: REPO_ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString() })

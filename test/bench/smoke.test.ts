@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { tempDir } from '../helpers/temp.js'
 import { builtEntry, REPO_ROOT } from '../helpers/process.js'
 import type { BenchResult } from '../../bench/report/types.js'
+import { nodeCommand } from '../helpers/node-command.js'
 
 /**
  * The harness works end to end: `npm run bench -- --quick` with tiny durations starts
@@ -19,7 +20,7 @@ t.test('npm run bench -- --quick runs every scenario and writes the reports', as
   // A few hundred requests per run and a short micro-benchmark: this checks the harness, not the numbers.
   const args = [builtEntry('dist/bench/run.js'), '--quick', '--requests', '50', '--rounds', '1', '--keys', '300', '--traffic-keys', '200',
     '--micro-budget', '500', '--no-nginx-install', '--out', out]
-  const child = spawn(process.execPath, args, { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(...nodeCommand(args), { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
   child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })

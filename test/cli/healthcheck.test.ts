@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net'
 import { probeHealth } from '../../cli/health-probe.js'
 import { freePort } from '../helpers/redis.js'
 import { repoPath } from '../helpers/repo-root.js'
+import { nodeCommand } from '../helpers/node-command.js'
 
 /** The compiled script the container HEALTHCHECK runs (`npm test` builds before tap runs). */
 const SCRIPT = repoPath('dist/cli/healthcheck.js')
@@ -18,7 +19,7 @@ async function serve (t: Test, handler: Parameters<typeof createServer>[1]): Pro
 
 /** Runs the script as Docker does, without blocking this process's event loop (the test server answers from it). */
 async function runScript (...args: string[]): Promise<{ code: number | null, stdout: string }> {
-  const child = spawn(process.execPath, [SCRIPT, ...args], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const child = spawn(...nodeCommand([SCRIPT, ...args]), { stdio: ['ignore', 'pipe', 'inherit'] })
   let stdout = ''
   child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString() })
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))

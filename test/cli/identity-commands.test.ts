@@ -11,6 +11,7 @@ import { freePort, startRedis } from '../helpers/redis.js'
 import { watchEvents } from '../helpers/events.js'
 import { runPortierHere } from '../helpers/cli.js'
 import { REPO_ROOT } from '../helpers/repo-root.js'
+import { nodeCommand } from '../helpers/node-command.js'
 
 /**
  * The ops CLI as operators run it: the compiled `bin/portier.js` in a child process,
@@ -29,7 +30,7 @@ type Tap = Pick<typeof t, 'equal'>
 
 /** Runs `portier args…` with only the given environment (no IDENTITY_ADMIN_TOKEN, no inherited REDIS_URL). */
 async function portier (env: Record<string, string>, args: string[], input?: string): Promise<CliResult> {
-  const child = spawn(process.execPath, [BIN, ...args], {
+  const child = spawn(...nodeCommand([BIN, ...args]), {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['pipe', 'pipe', 'pipe']

@@ -4,6 +4,7 @@ import { once } from 'node:events'
 import { pathToFileURL } from 'node:url'
 import { builtEntry } from '../helpers/process.js'
 import { pollUntil } from '../helpers/gateway-auth.js'
+import { nodeCommand } from '../helpers/node-command.js'
 
 /**
  * stdout log lines are batched, yet a quiet process's line still arrives on its own,
@@ -14,7 +15,7 @@ import { pollUntil } from '../helpers/gateway-auth.js'
 function runLogger (script: string): { output: () => string, exited: Promise<[number | null]> } {
   const destination = pathToFileURL(builtEntry('dist/common/log-destination.js')).href
   const source = `import { pino } from 'pino'\nimport { stdoutLogDestination } from '${destination}'\nconst log = pino(stdoutLogDestination())\n${script}`
-  const child = spawn(process.execPath, ['--input-type=module', '-e', source], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const child = spawn(...nodeCommand(['--input-type=module', '-e', source]), { stdio: ['ignore', 'pipe', 'inherit'] })
   let output = ''
   child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
   t.teardown(() => { child.kill('SIGKILL') })

@@ -10,6 +10,7 @@ import { assertLoad, latency, startLoad, type LoadTarget } from '../helpers/load
 import { builtEntry, REPO_ROOT } from '../helpers/process.js'
 import { startProcessStack, type GatewayProcess, type ProcessStack, type ServerProcess } from '../helpers/process-stack.js'
 import { startRedisCluster, type TestRedisCluster } from '../helpers/redis-cluster.js'
+import { nodeCommand } from '../helpers/node-command.js'
 
 /**
  * Issue 6, faults: identity and two gateway processes on a real Redis Cluster of three
@@ -142,7 +143,7 @@ t.test('identity and two gateways on a Redis Cluster of three masters', async (t
     const key = await s.createKey(['users:list'])
     for (const g of [g1, g2]) assertJson(t, await s.call('/users?per_page=1', withKey(key.key), g), 200, `${g.name} accepts the key before`)
     // The identity server's own environment, as an operator's shell next to it would have it.
-    const cli = await run(process.execPath, [builtEntry('dist/cli/portier.js'), 'keys', 'revoke', key.id],
+    const cli = await run(...nodeCommand([builtEntry('dist/cli/portier.js'), 'keys', 'revoke', key.id]),
       { cwd: REPO_ROOT, env: { PATH: process.env.PATH ?? '', ...s.env.identity }, timeout: 20_000 })
     leaks.source({ name: 'portier keys revoke', text: () => cli.stdout + cli.stderr })
     t.match(JSON.parse(cli.stdout), { api_key: { id: key.id, status: 'revoked' } }, 'the CLI revoked it (and exited on its own)')

@@ -14,6 +14,7 @@ import { http } from '../helpers/http.js'
 import { freePort } from '../helpers/redis.js'
 import { tempDir } from '../helpers/temp.js'
 import { repoPath } from '../helpers/repo-root.js'
+import { nodeCommand } from '../helpers/node-command.js'
 
 async function accepts (port: number): Promise<boolean> {
   return await new Promise((resolve) => {
@@ -76,18 +77,18 @@ t.test('the metrics listener is a Portier listener like the main one: the same s
 })
 
 t.test('the server refuses to start on bad configuration (exit 78)', async (t) => {
-  const missing = spawnSync(process.execPath, [SERVER], { env: { PATH: process.env.PATH }, encoding: 'utf8' })
+  const missing = spawnSync(...nodeCommand([SERVER]), { env: { PATH: process.env.PATH }, encoding: 'utf8' })
   t.equal(missing.status, 78, 'exit 78 without IDENTITY_SERVICE_TOKEN')
   t.match(missing.stderr, /IDENTITY_SERVICE_TOKEN: is required/, 'naming it')
   const dir = tempDir(t)
   const bad = join(dir, 'bad.yaml')
   writeFileSync(bad, 'upstreams:\n  - name: x\n    target: http://127.0.0.1:1\n    routes:\n      - { method: GET, path: /x, permission: "Not A Permission" }\n')
-  const invalid = spawnSync(process.execPath, [SERVER], {
+  const invalid = spawnSync(...nodeCommand([SERVER]), {
     env: { PATH: process.env.PATH, IDENTITY_SERVICE_TOKEN: TOKEN, GATEWAY_UPSTREAMS_FILE: bad }, encoding: 'utf8'
   })
   t.equal(invalid.status, 78, 'exit 78 on an invalid upstreams file')
   t.match(invalid.stderr, /bad\.yaml: upstreams\[0\]\.routes\[0\]\.permission/, 'naming the file and the path inside it')
-  const aliasing = spawnSync(process.execPath, [SERVER], {
+  const aliasing = spawnSync(...nodeCommand([SERVER]), {
     env: { PATH: process.env.PATH, IDENTITY_SERVICE_TOKEN: TOKEN, GATEWAY_ALLOWED_UNUSUAL_HEADERS: 'x_portier_principal' }, encoding: 'utf8'
   })
   t.equal(aliasing.status, 78, 'exit 78 when an allowed unusual header name aliases one the gateway owns')
@@ -103,7 +104,7 @@ t.test('the standalone server: SIGHUP reloads, SIGTERM drains in-flight requests
   const withoutTasks = { upstreams: config.upstreams.map((u) => ({ ...u, routes: u.routes.filter((r) => !r.path.startsWith('/tasks')) })) }
   writeFileSync(file, stringify(withoutTasks))
   const [port, metricsPort] = [await freePort(), await freePort()]
-  const child = spawn(process.execPath, [SERVER], {
+  const child = spawn(...nodeCommand([SERVER]), {
     env: {
       PATH: process.env.PATH,
       GATEWAY_HOST: '127.0.0.1',

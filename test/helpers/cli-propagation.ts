@@ -9,6 +9,7 @@ import { adminClient, http, type HttpRequest } from './http.js'
 import type { LeakWatch } from './leak-watch.js'
 import { REPO_ROOT, startProcess, type ServiceProcess } from './process.js'
 import { sidOf } from './tokens.js'
+import { nodeCommand } from './node-command.js'
 
 /**
  * What the CLI propagation suites share (test/faults/cli-propagation*.test.ts): the
@@ -71,7 +72,7 @@ export function cliPropagation (leaks: LeakWatch) {
 
   /** The compiled CLI in its own process, with exactly `env` (plus PATH), from the repository folder. */
   async function portier (env: Record<string, string>, args: string[], input?: string): Promise<CliRun> {
-    const child = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'portier.js'), ...args], {
+    const child = spawn(...nodeCommand([join(REPO_ROOT, 'bin', 'portier.js'), ...args]), {
       cwd: REPO_ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['pipe', 'pipe', 'pipe']
     })
     let stdout = ''

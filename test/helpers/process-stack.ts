@@ -12,6 +12,7 @@ import type { LeakWatch } from './leak-watch.js'
 import { builtEntry, REPO_ROOT } from './process.js'
 import { freePort, startRedis, type TestRedis } from './redis.js'
 import { ADA, sidOf, type SessionTokens } from './tokens.js'
+import { nodeCommand } from './node-command.js'
 
 /**
  * The system as production runs it, for the fault suites: upstream-mock, identity and
@@ -53,7 +54,7 @@ export async function startServerProcess (t: Test, spec: { name: string, entry: 
   let output = ''
   let child: ChildProcess
   const spawnIt = (): void => {
-    child = spawn(process.execPath, [builtEntry(spec.entry)], { cwd: REPO_ROOT, env: { PATH: process.env.PATH ?? '', ...spec.env }, stdio: ['ignore', 'pipe', 'pipe'] })
+    child = spawn(...nodeCommand([builtEntry(spec.entry)]), { cwd: REPO_ROOT, env: { PATH: process.env.PATH ?? '', ...spec.env }, stdio: ['ignore', 'pipe', 'pipe'] })
     child.stdout?.on('data', (chunk: Buffer) => { output += chunk.toString() })
     child.stderr?.on('data', (chunk: Buffer) => { output += chunk.toString() })
   }

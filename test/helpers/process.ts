@@ -2,6 +2,7 @@ import { spawn, type ChildProcessByStdio } from 'node:child_process'
 import type { Readable } from 'node:stream'
 import type { Teardown } from './temp.js'
 import { REPO_ROOT, repoPath } from './repo-root.js'
+import { nodeCommand } from './node-command.js'
 
 export { REPO_ROOT }
 
@@ -55,7 +56,7 @@ export async function exitBeforeListening (process: Pick<ServiceProcess, 'exited
  * collecting its output; killed at teardown if it is still running.
  */
 export function startProcess (t: Teardown, entry: string, env: Record<string, string>, readyWhen: RegExp, cwd = REPO_ROOT): ServiceProcess {
-  const child = spawn(process.execPath, [builtEntry(entry)], { cwd, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(...nodeCommand([builtEntry(entry)]), { cwd, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString() })

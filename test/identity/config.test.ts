@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { loadIdentityConfig } from '../../identity/config.js'
 import { tempDir } from '../helpers/temp.js'
 import { configProblems } from '../helpers/config-problems.js'
+import { nodeCommand } from '../helpers/node-command.js'
 
 const TOKENS = { IDENTITY_ADMIN_TOKEN: 'a'.repeat(32), IDENTITY_SERVICE_TOKEN: 's'.repeat(32) }
 
@@ -57,7 +58,7 @@ t.test('security: argon2 parameters below OWASP minimums are refused', async (t)
 
 t.test('error: the server refuses to start without credentials, naming them', async (t) => {
   const dir = tempDir(t)
-  const result = spawnSync(process.execPath, ['dist/identity/server.js'], {
+  const result = spawnSync(...nodeCommand(['dist/identity/server.js']), {
     env: { PATH: process.env.PATH ?? '', IDENTITY_DATABASE_PATH: join(dir, 'x.db'), IDENTITY_PORT: '0', IDENTITY_ADMIN_PORT: '0' },
     encoding: 'utf8',
     timeout: 20_000

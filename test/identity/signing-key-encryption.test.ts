@@ -16,6 +16,7 @@ import { startIdentity, tempDir, type TestIdentity } from '../helpers/identity.j
 import { captureLogs } from '../helpers/logs.js'
 import { assertStatus } from '../helpers/assert.js'
 import { REPO_ROOT } from '../helpers/repo-root.js'
+import { nodeCommand } from '../helpers/node-command.js'
 
 /**
  * Encryption at rest of signing private keys (IDENTITY_SIGNING_KEY_ENCRYPTION_KEY):
@@ -112,7 +113,7 @@ async function build (t: Test, databasePath: string, env: Record<string, string>
 
 /** `node dist/identity/server.js` on `databasePath`: how an operator meets a refusal. */
 function runServer (databasePath: string, env: Record<string, string>): { status: number | null, stderr: string, stdout: string } {
-  const result = spawnSync(process.execPath, ['dist/identity/server.js'], {
+  const result = spawnSync(...nodeCommand(['dist/identity/server.js']), {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? '',

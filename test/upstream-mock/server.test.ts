@@ -7,6 +7,7 @@ import { http } from '../helpers/http.js'
 import { assertJson } from '../helpers/assert.js'
 import { freePort } from '../helpers/redis.js'
 import { REPO_ROOT, repoPath } from '../helpers/repo-root.js'
+import { nodeCommand } from '../helpers/node-command.js'
 
 /** The built entry point: `npm test` builds before tap runs. */
 const SERVER = repoPath('dist/upstream-mock/server.js')
@@ -16,7 +17,7 @@ interface Run { exitCode: number | null, signal: NodeJS.Signals | null, stdout: 
 
 /** Starts the server; `ready` resolves on its "upstream-mock ready" log line, `exited` when it ends. */
 function startServer (args: string[], env: Record<string, string>) {
-  const child = spawn(process.execPath, [SERVER, ...args], { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(...nodeCommand([SERVER, ...args]), { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''
   let stderr = ''
   const exited = new Promise<Run>((resolve) => {
