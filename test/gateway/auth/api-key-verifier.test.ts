@@ -74,6 +74,16 @@ function setup (options: { l2?: KeyCacheL2, clock?: Clock, identity?: FakeIdenti
   return { identity, clock, counter, verifier }
 }
 
+/** A verification of a new key, started and waiting on identity's answer, which the test gives. */
+async function verificationInFlight (identity: FakeIdentity, verifier: Setup['verifier']) {
+  const { key } = generateApiKey()
+  const answer = deferred<KeyVerdict>()
+  identity.answer(key, answer)
+  const inFlight = verifier.verify(key)
+  await settle()
+  return { key, answer, inFlight }
+}
+
 /** A key verified once through a memory L2 shared by replicas: where the eviction races start. */
 async function verifiedThroughL2 (): Promise<{ clock: Clock, l2: ReturnType<typeof memoryL2>, identity: FakeIdentity, key: string }> {
   const clock = fakeClock()
@@ -227,11 +237,7 @@ t.test('an eviction while a verification is in flight', async (t) => {
     const clock = fakeClock()
     const l2 = memoryL2(clock.now)
     const { identity, verifier } = setup({ clock, l2 })
-    const { key } = generateApiKey()
-    const answer = deferred<KeyVerdict>()
-    identity.answer(key, answer)
-    const inFlight = verifier.verify(key)
-    await settle()
+    const { key, answer, inFlight } = await verificationInFlight(identity, verifier)
     await verifier.evict('key_1')
     // Identity answered before it applied the change: the verdict is stale.
     answer.resolve(valid('key_1', ['users:list']))
@@ -244,11 +250,7 @@ t.test('an eviction while a verification is in flight', async (t) => {
 
   await t.test('of another key: a refusal is not cached (it may predate an enable)', async (t) => {
     const { identity, verifier } = setup()
-    const { key } = generateApiKey()
-    const answer = deferred<KeyVerdict>()
-    identity.answer(key, answer)
-    const inFlight = verifier.verify(key)
-    await settle()
+    const { key, answer, inFlight } = await verificationInFlight(identity, verifier)
     await verifier.evict('key_other')
     answer.resolve({ valid: false, reason: 'disabled' })
     t.notOk((await inFlight).valid, 'the request in flight is refused')
@@ -258,11 +260,7 @@ t.test('an eviction while a verification is in flight', async (t) => {
 
   await t.test('of another key: a valid verdict is cached as usual', async (t) => {
     const { identity, verifier } = setup()
-    const { key } = generateApiKey()
-    const answer = deferred<KeyVerdict>()
-    identity.answer(key, answer)
-    const inFlight = verifier.verify(key)
-    await settle()
+    const { key, answer, inFlight } = await verificationInFlight(identity, verifier)
     await verifier.evict('key_other')
     answer.resolve(valid('key_1', ['users:list']))
     t.ok((await inFlight).valid, 'valid')
