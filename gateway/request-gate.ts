@@ -17,6 +17,8 @@ export interface GateDecision {
   /** null on identity's public routes, which identity authenticates itself. */
   principal: Principal | null
   inflection: KeyCase | null
+  /** When the request was handed to the upstream (performance.now()); 0 until then. */
+  sentAt: number
 }
 
 function refuseMethodOverride (request: FastifyRequest, search: string): void {
@@ -60,10 +62,27 @@ function refuseBadHost (request: FastifyRequest, hosts: number): void {
  * The gateway's checks, cheapest first, before any body is read: one well-formed Host
  * (400), normalise the path and check the query (path tricks are refused, never
  * reinterpreted; so are method overrides), match the route (404/405), read the
- * inflection header (400), authenticate (400/401/503) and authorise (403).
+ * inflection header (400), authenticate (400/401/503) and authorise (403). Refusals
+ * are thrown. The decision comes at once when the credential was verified before (a
+ * cached key or token): only a credential identity or the signing keys must vouch for
+ * makes it a promise. The matched route is noted on the request as soon as it is
+ * known, so that a refusal after it is counted under its route.
  */
 export function createRequestGate (deps: { table: () => RouteTable, authenticate: Authenticate }) {
-  return async function gate (request: FastifyRequest, reply: FastifyReply): Promise<GateDecision> {
+  function authorised (decision: GateDecision, principal: Principal, reply: FastifyReply): GateDecision {
+    decision.principal = principal
+    if (principal.deprecation !== null) {
+      // RFC 9745 (Deprecation, a structured-field date) and RFC 8594 (Sunset, an HTTP-date).
+      reply.header('deprecation', `@${Math.floor(principal.deprecation.deprecatedAt / 1000)}`)
+      reply.header('sunset', new Date(principal.deprecation.sunsetAt).toUTCString())
+    }
+    const route = decision.route
+    if (route.permission === null) throw GatewayProblems.permissionNotDeclared([route.method, route.pattern])
+    if (!permits(principal.permissions, route.permission)) throw permissionDenied(principal, route.permission)
+    return decision
+  }
+
+  return function gate (request: FastifyRequest, reply: FastifyReply): GateDecision | Promise<GateDecision> {
     const repeated = countRepeatable(request)
     refuseBadHost(request, repeated.hosts)
     const normalised = normalisePath(request.url)
@@ -76,6 +95,7 @@ export function createRequestGate (deps: { table: () => RouteTable, authenticate
     if (match.kind === 'method_not_allowed') {
       throw GatewayProblems.methodNotAllowed([request.method], { headers: { allow: match.allow.join(', ') } })
     }
+    request.portierRoute = match.route
     const inflection = parseInflectionHeader(request.headers['x-api-inflection'])
     if (inflection.kind === 'invalid') {
       throw GatewayProblems.invalidInflection([ALLOWED_INFLECTION_VALUES.join(', ')], { extensions: { allowed_values: ALLOWED_INFLECTION_VALUES } })
@@ -85,21 +105,15 @@ export function createRequestGate (deps: { table: () => RouteTable, authenticate
       upstreamPath: match.upstreamPath,
       search: normalised.search,
       principal: null,
-      inflection: inflection.kind === 'style' ? inflection.style : null
+      inflection: inflection.kind === 'style' ? inflection.style : null,
+      sentAt: 0
     }
     if (repeated.authorizations > 1) throw AuthProblems.invalidToken([AuthDetails.malformedBearer])
     if (match.route.auth === 'none') return decision
-    const principal = await deps.authenticate(request.headers)
-    decision.principal = principal
-    if (principal.deprecation !== null) {
-      // RFC 9745 (Deprecation, a structured-field date) and RFC 8594 (Sunset, an HTTP-date).
-      reply.header('deprecation', `@${Math.floor(principal.deprecation.deprecatedAt / 1000)}`)
-      reply.header('sunset', new Date(principal.deprecation.sunsetAt).toUTCString())
-    }
-    const permission = match.route.permission
-    if (permission === null) throw GatewayProblems.permissionNotDeclared([match.route.method, match.route.pattern])
-    if (!permits(principal.permissions, permission)) throw permissionDenied(principal, permission)
-    return decision
+    const principal = deps.authenticate(request.headers)
+    return principal instanceof Promise
+      ? principal.then((verified) => authorised(decision, verified, reply))
+      : authorised(decision, principal, reply)
   }
 }
 

@@ -49,20 +49,28 @@ export function createAccessTokenVerifier (options: AccessTokenVerifierOptions) 
     }
   }
 
+  function checkRevocation (claims: AccessTokenClaims): TokenCheck {
+    const rejection = options.revocations.check(claims.sid, claims.sub, claims.iat)
+    return rejection === null ? { valid: true, claims } : { valid: false, reason: REJECTION_DETAILS[rejection] }
+  }
+
+  async function verifyFirst (token: string): Promise<TokenCheck> {
+    const result = await verifySignature(token)
+    if (typeof result === 'string') return { valid: false, reason: result }
+    verified.set(token, result, { ttl: Math.max(1, result.exp * 1000 - now()) })
+    return checkRevocation(result)
+  }
+
   return {
-    async verify (token: string): Promise<TokenCheck> {
-      let claims = verified.get(token)
-      if (claims === undefined) {
-        const result = await verifySignature(token)
-        if (typeof result === 'string') return { valid: false, reason: result }
-        claims = result
-        verified.set(token, claims, { ttl: Math.max(1, claims.exp * 1000 - now()) })
-      } else if (claims.exp * 1000 <= now()) {
+    /** At once for a token verified before (revocation still checked); a promise while its signature is checked. */
+    verify (token: string): TokenCheck | Promise<TokenCheck> {
+      const claims = verified.get(token)
+      if (claims === undefined) return verifyFirst(token)
+      if (claims.exp * 1000 <= now()) {
         verified.delete(token)
         return { valid: false, reason: AuthDetails.tokenExpired }
       }
-      const rejection = options.revocations.check(claims.sid, claims.sub, claims.iat)
-      return rejection === null ? { valid: true, claims } : { valid: false, reason: REJECTION_DETAILS[rejection] }
+      return checkRevocation(claims)
     }
   }
 }

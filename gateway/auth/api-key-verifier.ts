@@ -8,9 +8,11 @@ import type { KeyCacheL2, VerifiedKey } from './key-cache-l2.js'
 
 export type { VerifiedKey } from './key-cache-l2.js'
 
-export type KeyCheck =
-  | { valid: true, key: VerifiedKey }
-  | { valid: false, reason: KeyInvalidReason }
+export interface ValidKeyCheck { valid: true, key: VerifiedKey }
+export interface InvalidKeyCheck { valid: false, reason: KeyInvalidReason }
+export type KeyCheck = ValidKeyCheck | InvalidKeyCheck
+
+const MALFORMED: InvalidKeyCheck = Object.freeze({ valid: false, reason: 'malformed' })
 
 export interface ApiKeyVerifierOptions {
   identity: Pick<IdentityClient, 'verifyKey'>
@@ -29,7 +31,7 @@ export interface ApiKeyVerifierOptions {
 
 /**
  * API key verification behind two cache tiers, cheapest first:
- * checksum without I/O → L1 (in-process LRU with TTL) → L2 (Redis) → identity.
+ * L1 (in-process LRU with TTL) → checksum without I/O → L2 (Redis) → identity.
  * Concurrent misses for one key share one identity call. Refusals are cached in L1
  * only, briefly: enough to absorb a flood of the same bad key, short enough that a
  * re-enabled key works again quickly. Entries are evicted by key id when identity
@@ -41,35 +43,47 @@ export function createApiKeyVerifier (options: ApiKeyVerifierOptions) {
   const { identity, l2, metrics } = options
   const now = options.now ?? Date.now
   const keyIndex = new Map<string, Set<string>>()
-  const positive = new LRUCache<string, VerifiedKey>({
+  // L1 is keyed by the key as presented, in this process only: a hit costs one map
+  // lookup, with no hash computed. Its value is the answer itself, shared by every hit.
+  const positive = new LRUCache<string, ValidKeyCheck>({
     max: options.l1MaxEntries,
     ttl: options.l1TtlMs,
-    dispose: (entry, cacheKey) => { unindex(entry.id, cacheKey) }
+    dispose: (entry, presented) => { unindex(entry.key.id, presented) }
   })
-  const negative = new LRUCache<string, KeyInvalidReason>({ max: options.l1MaxEntries, ttl: options.negativeTtlMs })
+  const negative = new LRUCache<string, InvalidKeyCheck>({ max: options.l1MaxEntries, ttl: options.negativeTtlMs })
   const inFlight = new Map<string, Promise<KeyCheck>>()
+  const counts = {
+    l1Hit: metrics.keyCache.series({ tier: 'l1', result: 'hit' }),
+    l1NegativeHit: metrics.keyCache.series({ tier: 'l1', result: 'negative_hit' }),
+    l1Miss: metrics.keyCache.series({ tier: 'l1', result: 'miss' }),
+    l2Hit: metrics.keyCache.series({ tier: 'l2', result: 'hit' }),
+    l2Miss: metrics.keyCache.series({ tier: 'l2', result: 'miss' }),
+    identityValid: metrics.keyCache.series({ tier: 'identity', result: 'valid' }),
+    identityInvalid: metrics.keyCache.series({ tier: 'identity', result: 'invalid' })
+  }
   /** Bumped by every eviction; a miss that started before one must not write its result. */
   let evictions = 0
   const evictedAt = new LRUCache<string, number>({ max: 100_000 })
 
-  function unindex (keyId: string, cacheKey: string): void {
+  function unindex (keyId: string, presented: string): void {
     const set = keyIndex.get(keyId)
     if (set === undefined) return
-    set.delete(cacheKey)
+    set.delete(presented)
     if (set.size === 0) keyIndex.delete(keyId)
   }
 
-  function cacheKeyOf (presented: string): string {
+  /** The key's name in L2: no raw key, and no unsalted hash of one, ever reaches Redis. */
+  function l2KeyOf (presented: string): string {
     return createHmac('sha256', options.hmacKey).update(presented).digest('base64url')
   }
 
-  function remember (cacheKey: string, key: VerifiedKey): void {
+  function remember (presented: string, key: VerifiedKey): void {
     const ttl = Math.min(options.l1TtlMs, key.until - now())
     if (ttl <= 0) return
-    positive.set(cacheKey, key, { ttl })
+    positive.set(presented, { valid: true, key }, { ttl })
     let set = keyIndex.get(key.id)
     if (set === undefined) keyIndex.set(key.id, set = new Set())
-    set.add(cacheKey)
+    set.add(presented)
   }
 
   function fromVerdict (verdict: KeyVerdict & { valid: true }): VerifiedKey {
@@ -82,54 +96,60 @@ export function createApiKeyVerifier (options: ApiKeyVerifierOptions) {
     return { id: verdict.key.id, permissions: verdict.key.permissions, deprecation, until: Math.min(...bounds) }
   }
 
-  async function miss (presented: string, cacheKey: string): Promise<KeyCheck> {
+  async function miss (presented: string): Promise<KeyCheck> {
+    const cacheKey = l2KeyOf(presented)
     const startedAt = evictions
     // evictedAt holds the count once that eviction finished (Infinity while it runs): equal to startedAt means it finished before this miss.
     const unchangedSinceStart = (keyId: string): boolean => (evictedAt.get(keyId) ?? -1) <= startedAt
     const cached = await l2.read(cacheKey)
     if (cached !== null && unchangedSinceStart(cached.id)) {
-      metrics.keyCache.inc({ tier: 'l2', result: 'hit' })
-      remember(cacheKey, cached)
+      counts.l2Hit.inc()
+      remember(presented, cached)
       return { valid: true, key: cached }
     }
-    metrics.keyCache.inc({ tier: 'l2', result: 'miss' })
+    counts.l2Miss.inc()
     const verdict = await identity.verifyKey(presented)
-    metrics.keyCache.inc({ tier: 'identity', result: verdict.valid ? 'valid' : 'invalid' })
+    ;(verdict.valid ? counts.identityValid : counts.identityInvalid).inc()
     if (!verdict.valid) {
+      const refused: InvalidKeyCheck = { valid: false, reason: verdict.reason }
       // A refusal heard during an eviction may predate an enable: do not remember it.
-      if (evictions === startedAt) negative.set(cacheKey, verdict.reason)
-      return { valid: false, reason: verdict.reason }
+      if (evictions === startedAt) negative.set(presented, refused)
+      return refused
     }
     const key = fromVerdict(verdict)
     if (unchangedSinceStart(key.id)) {
-      remember(cacheKey, key)
+      remember(presented, key)
       await l2.write(cacheKey, key, () => unchangedSinceStart(key.id))
     }
     return { valid: true, key }
   }
 
   return {
-    /** Throws IdentityUnreachableError when the key is in no cache and identity cannot be asked. */
-    async verify (presented: string): Promise<KeyCheck> {
-      if (parseApiKey(presented) === null) return { valid: false, reason: 'malformed' }
-      const cacheKey = cacheKeyOf(presented)
-      const hit = positive.get(cacheKey)
-      if (hit !== undefined && hit.until > now()) {
-        metrics.keyCache.inc({ tier: 'l1', result: 'hit' })
-        return { valid: true, key: hit }
+    /**
+     * The answer at once when L1 holds it (a key seen recently, or a malformed one);
+     * otherwise a promise, which rejects with IdentityUnreachableError when the key is
+     * in no cache and identity cannot be asked. A hit does no work a request could
+     * avoid: no promise, no hash, no allocation.
+     */
+    verify (presented: string): KeyCheck | Promise<KeyCheck> {
+      const hit = positive.get(presented)
+      if (hit !== undefined && hit.key.until > now()) {
+        counts.l1Hit.inc()
+        return hit
       }
-      const refused = negative.get(cacheKey)
+      if (parseApiKey(presented) === null) return MALFORMED
+      const refused = negative.get(presented)
       if (refused !== undefined) {
-        metrics.keyCache.inc({ tier: 'l1', result: 'negative_hit' })
-        return { valid: false, reason: refused }
+        counts.l1NegativeHit.inc()
+        return refused
       }
-      metrics.keyCache.inc({ tier: 'l1', result: 'miss' })
-      let pending = inFlight.get(cacheKey)
+      counts.l1Miss.inc()
+      let pending = inFlight.get(presented)
       if (pending === undefined) {
-        pending = miss(presented, cacheKey).finally(() => inFlight.delete(cacheKey))
-        inFlight.set(cacheKey, pending)
+        pending = miss(presented).finally(() => inFlight.delete(presented))
+        inFlight.set(presented, pending)
       }
-      return await pending
+      return pending
     },
 
     /** Forgets every cached verification of one key, in this process and in Redis. */
@@ -138,8 +158,9 @@ export function createApiKeyVerifier (options: ApiKeyVerifierOptions) {
       // Until L2 is clean too, no miss may trust what it read, whenever it began.
       evictedAt.set(keyId, Number.POSITIVE_INFINITY)
       // Entries this process wrote are deleted by name too: one written just after another gateway's eviction read the index is in no index.
-      const written = [...keyIndex.get(keyId) ?? []]
-      for (const cacheKey of written) positive.delete(cacheKey)
+      const presentedKeys = [...keyIndex.get(keyId) ?? []]
+      for (const presented of presentedKeys) positive.delete(presented)
+      const written = presentedKeys.map(l2KeyOf)
       // A re-enabled or re-permitted key must not stay refused for the negative TTL.
       negative.clear()
       await l2.evict(keyId, written)

@@ -3,8 +3,8 @@ import { readCredential } from '../../common/credentials.js'
 import { AuthDetails, AuthProblems, bearerChallenge } from '../../common/problem.js'
 import { GatewayDetails, GatewayProblems, INVALID_API_KEY_DETAILS } from '../errors.js'
 import type { GatewayMetrics } from '../observability/metrics.js'
-import type { AccessTokenVerifier } from './access-token-verifier.js'
-import type { ApiKeyVerifier } from './api-key-verifier.js'
+import type { AccessTokenVerifier, TokenCheck } from './access-token-verifier.js'
+import type { ApiKeyVerifier, KeyCheck } from './api-key-verifier.js'
 import { IdentityUnreachableError } from './identity-client.js'
 
 /** Who is calling, once authenticated: forwarded upstream as x-portier-principal / -permissions. */
@@ -24,49 +24,67 @@ export interface Principal {
  */
 export function createAuthenticator (deps: { keys: ApiKeyVerifier, tokens: AccessTokenVerifier, metrics: GatewayMetrics }) {
   const { keys, tokens, metrics } = deps
+  const outcome = (credential: string, result: string) => metrics.authOutcomes.series({ credential, outcome: result })
+  const counts = {
+    keyValid: outcome('api_key', 'valid'),
+    keyUnavailable: outcome('api_key', 'identity_unavailable'),
+    bearerValid: outcome('bearer', 'valid'),
+    bearerInvalid: outcome('bearer', 'invalid'),
+    conflict: outcome('both', 'conflict'),
+    malformedBearer: outcome('bearer', 'malformed'),
+    missing: outcome('none', 'missing')
+  }
 
-  async function byKey (presented: string): Promise<Principal> {
-    let check
-    try {
-      check = await keys.verify(presented)
-    } catch (err) {
-      if (err instanceof IdentityUnreachableError) {
-        metrics.authOutcomes.inc({ credential: 'api_key', outcome: 'identity_unavailable' })
-        throw GatewayProblems.identityUnavailable()
-      }
-      throw err
-    }
+  function principalOfKey (check: KeyCheck): Principal {
     if (!check.valid) {
-      metrics.authOutcomes.inc({ credential: 'api_key', outcome: check.reason })
+      metrics.authOutcomes.series({ credential: 'api_key', outcome: check.reason }).inc()
       throw GatewayProblems.invalidApiKey([INVALID_API_KEY_DETAILS[check.reason]])
     }
-    metrics.authOutcomes.inc({ credential: 'api_key', outcome: 'valid' })
+    counts.keyValid.inc()
     return { kind: 'key', id: check.key.id, permissions: check.key.permissions, deprecation: check.key.deprecation }
   }
 
-  async function byToken (token: string): Promise<Principal> {
-    const check = await tokens.verify(token)
+  function identityUnavailable (err: unknown): never {
+    if (err instanceof IdentityUnreachableError) {
+      counts.keyUnavailable.inc()
+      throw GatewayProblems.identityUnavailable()
+    }
+    throw err
+  }
+
+  function principalOfToken (check: TokenCheck): Principal {
     if (!check.valid) {
-      metrics.authOutcomes.inc({ credential: 'bearer', outcome: 'invalid' })
+      counts.bearerInvalid.inc()
       throw AuthProblems.invalidToken([check.reason])
     }
-    metrics.authOutcomes.inc({ credential: 'bearer', outcome: 'valid' })
+    counts.bearerValid.inc()
     return { kind: 'user', id: check.claims.sub, permissions: check.claims.permissions, deprecation: null }
   }
 
-  return async function authenticate (headers: IncomingHttpHeaders): Promise<Principal> {
+  /**
+   * The principal at once when its credential was verified before (a cached key or
+   * token); a promise when identity or the signing keys must be asked. Refusals are
+   * thrown (or rejected) as the problems to answer with.
+   */
+  return function authenticate (headers: IncomingHttpHeaders): Principal | Promise<Principal> {
     const credential = readCredential(headers)
     switch (credential.kind) {
-      case 'api_key': return await byKey(credential.key)
-      case 'bearer': return await byToken(credential.token)
+      case 'api_key': {
+        const check = keys.verify(credential.key)
+        return check instanceof Promise ? check.then(principalOfKey, identityUnavailable) : principalOfKey(check)
+      }
+      case 'bearer': {
+        const check = tokens.verify(credential.token)
+        return check instanceof Promise ? check.then(principalOfToken) : principalOfToken(check)
+      }
       case 'conflicting':
-        metrics.authOutcomes.inc({ credential: 'both', outcome: 'conflict' })
+        counts.conflict.inc()
         throw GatewayProblems.conflictingCredentials()
       case 'malformed_bearer':
-        metrics.authOutcomes.inc({ credential: 'bearer', outcome: 'malformed' })
+        counts.malformedBearer.inc()
         throw AuthProblems.invalidToken([AuthDetails.malformedBearer])
       case 'none':
-        metrics.authOutcomes.inc({ credential: 'none', outcome: 'missing' })
+        counts.missing.inc()
         throw AuthProblems.credentialsMissing([GatewayDetails.credentialsMissing])
     }
   }

@@ -1,4 +1,5 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { createHotCounter } from './hot-counter.js'
 
 /**
  * Prometheus metrics (prom-client), one registry per gateway instance so that two
@@ -10,23 +11,24 @@ export function createGatewayMetrics () {
   collectDefaultMetrics({ register: registry, prefix: 'portier_gateway_' })
   return {
     registry,
-    requests: new Counter({
+    // Bumped on every request: counted in plain numbers, handed to prom-client when read.
+    requests: createHotCounter({
       name: 'portier_gateway_requests_total',
       help: 'Requests answered, by matched route pattern, method and status.',
       labelNames: ['route', 'method', 'status'] as const,
-      registers: [registry]
+      registry
     }),
-    authOutcomes: new Counter({
+    authOutcomes: createHotCounter({
       name: 'portier_gateway_auth_outcomes_total',
       help: 'Authentication outcomes by credential kind (api_key, bearer, none) and outcome.',
       labelNames: ['credential', 'outcome'] as const,
-      registers: [registry]
+      registry
     }),
-    keyCache: new Counter({
+    keyCache: createHotCounter({
       name: 'portier_gateway_key_cache_total',
       help: 'API key lookups by tier (l1, l2, identity) and result (hit, miss, negative_hit, valid, invalid).',
       labelNames: ['tier', 'result'] as const,
-      registers: [registry]
+      registry
     }),
     upstreamDuration: new Histogram({
       name: 'portier_gateway_upstream_duration_seconds',

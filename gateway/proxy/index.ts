@@ -1,5 +1,6 @@
 import httpProxy from '@fastify/http-proxy'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { IncomingHttpHeaders } from 'node:http'
 import type { Readable } from 'node:stream'
 import { Agent, Pool, type Dispatcher } from 'undici'
 import { sendProblem, type PortierProblem } from '../../common/problem.js'
@@ -26,6 +27,22 @@ export interface ProxyOptions {
 }
 
 const BODYLESS_STATUSES = new Set([204, 205, 304])
+const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx']
+
+/** Characters an HTTP field value may hold (RFC 9110 §5.5): HTAB, visible ASCII and space, obs-text. */
+const NOT_FIELD_VALUE = /[^\t\x20-\x7E\x80-\xFF]/
+const NOT_FIELD_VALUES = new RegExp(NOT_FIELD_VALUE.source, 'g')
+
+/** An upstream's header values with anything a field value may not hold removed, so that sending them cannot throw. */
+function sanitizeHeaderValues (headers: IncomingHttpHeaders): IncomingHttpHeaders {
+  for (const name in headers) {
+    const value = headers[name]
+    if (typeof value === 'string') {
+      if (NOT_FIELD_VALUE.test(value)) headers[name] = value.replace(NOT_FIELD_VALUES, '')
+    } else if (Array.isArray(value)) headers[name] = value.map((item) => item.replace(NOT_FIELD_VALUES, ''))
+  }
+  return headers
+}
 
 /** Appends to Vary rather than replacing what the upstream said its answer varies by. */
 export function addVary (reply: FastifyReply, header: string): void {
@@ -63,10 +80,10 @@ export async function registerProxy (app: FastifyInstance, options: ProxyOptions
   const { agent, dispatcher } = createUpstreamAgent(options.connectTimeoutMs)
   app.addHook('onClose', async () => { await agent.close() })
 
-  function respond (request: FastifyRequest, reply: FastifyReply, res: { statusCode: number, stream: Readable }, startedAt: number): void {
+  function respond (request: FastifyRequest, reply: FastifyReply, res: { statusCode: number, stream: Readable }): void {
     const decision = decisionOf(request)
-    metrics.upstreamDuration.observe({ upstream: decision.route.upstream.name, status_class: `${Math.floor(res.statusCode / 100)}xx` },
-      (performance.now() - startedAt) / 1000)
+    metrics.upstreamDuration.observe({ upstream: decision.route.upstream.name, status_class: STATUS_CLASSES[Math.floor(res.statusCode / 100)] ?? 'other' },
+      (performance.now() - decision.sentAt) / 1000)
     const json = isJsonContentType(reply.getHeader('content-type'))
     const encoding = String(reply.getHeader('content-encoding') ?? '').trim().toLowerCase()
     if (decision.inflection === null || !json || request.method === 'HEAD' || BODYLESS_STATUSES.has(res.statusCode) || !canDecode(encoding)) {
@@ -108,42 +125,63 @@ export async function registerProxy (app: FastifyInstance, options: ProxyOptions
     sendProblem(reply, problem)
   }
 
+  function upstreamFailedReply (reply: FastifyReply, { error }: { error: unknown }): void {
+    upstreamFailed(reply.request, reply, error as { statusCode?: number, code?: string })
+  }
+
+  // What reply-from is told for every request to one upstream, built once per upstream
+  // (a reload builds new upstream objects, so the cache follows the table in force).
+  const fromOptionsByUpstream = new WeakMap<GateDecision['route']['upstream'], Record<string, unknown>>()
+  function fromOptionsOf (upstream: GateDecision['route']['upstream']): Record<string, unknown> {
+    let fromOptions = fromOptionsByUpstream.get(upstream)
+    if (fromOptions === undefined) {
+      fromOptions = {
+        getUpstream: (request: FastifyRequest) => decisionOf(request).route.upstream.origin,
+        // The query exactly as the client sent it (checked by the gate), never re-encoded.
+        queryString: (_search: string, _url: string, request: FastifyRequest) => decisionOf(request).search.slice(1),
+        timeout: upstream.timeouts.responseMs,
+        // One attempt: retrying a request the upstream may have acted on is not the gateway's call.
+        retryDelay: () => null,
+        rewriteRequestHeaders: (request: FastifyRequest, headers: IncomingHttpHeaders) => forwardHeaders(request, decisionOf(request), headers),
+        // As @fastify/http-proxy does: a header value the upstream should not have sent is cleaned, not a crash.
+        rewriteHeaders: sanitizeHeaderValues,
+        onResponse: (request: FastifyRequest, reply: FastifyReply, res: { statusCode: number, stream: Readable }) => { respond(request, reply, res) },
+        onError: upstreamFailedReply
+      }
+      fromOptionsByUpstream.set(upstream, fromOptions)
+    }
+    return fromOptions
+  }
+
+  function proxyHandler (request: FastifyRequest, reply: FastifyReply): FastifyReply {
+    const decision = decisionOf(request)
+    const upstream = decision.route.upstream
+    let body: Buffer | string | undefined = request.body as Buffer | undefined
+    if (body !== undefined && body.length > 0 && decision.inflection !== null) {
+      body = inflectRequestBody(body, upstream.keyCase, options.maxInflectionDepth, options.maxInflectedRequestMembers)
+    }
+    if (body !== undefined && body.length > 0) refuseBodyMethodOverride(body)
+    decision.sentAt = performance.now()
+    const fromOptions = fromOptionsOf(upstream)
+    // The path alone: reply-from decodes it to look for `..`, so a query value (`?next=/..`, `?q=%`) must not be in it.
+    return reply.from(decision.upstreamPath, (body !== undefined
+      ? { ...fromOptions, body, contentType: String(request.headers['content-type']) }
+      : fromOptions) as Parameters<FastifyReply['from']>[1])
+  }
+
   await app.register(httpProxy, {
     // No fixed upstream: the gate picks one per request (config can change on reload).
     upstream: '',
     prefix: '/',
     // A preValidation hook stops http-proxy from installing its catch-all body parsers: ours read JSON only.
-    preValidation: async () => {},
+    preValidation: (_request: FastifyRequest, _reply: FastifyReply, done: () => void) => { done() },
     undici: dispatcher as unknown as Record<string, unknown>,
     disableRequestLogging: true,
     // A host app's own @fastify/swagger would list these catch-alls as operations; the
     // gateway documents its routes itself (gateway/docs/).
     config: { swaggerTransform: ({ url }: { url: string }) => ({ schema: { hide: true }, url }) },
-    replyOptions: {
-      getUpstream: (request: FastifyRequest) => decisionOf(request).route.upstream.origin
-    },
-    handler: (request: FastifyRequest, reply: FastifyReply, _dest: string, fromOptions: Record<string, unknown>) => {
-      const decision = decisionOf(request)
-      const upstream = decision.route.upstream
-      let body: Buffer | string | undefined = request.body as Buffer | undefined
-      if (body !== undefined && body.length > 0 && decision.inflection !== null) {
-        body = inflectRequestBody(body, upstream.keyCase, options.maxInflectionDepth, options.maxInflectedRequestMembers)
-      }
-      if (body !== undefined && body.length > 0) refuseBodyMethodOverride(body)
-      const startedAt = performance.now()
-      // The path alone: reply-from decodes it to look for `..`, so a query value (`?next=/..`, `?q=%`) must not be in it.
-      return reply.from(decision.upstreamPath, {
-        ...fromOptions,
-        // The query exactly as the client sent it (checked by the gate), never re-encoded.
-        queryString: () => decision.search.slice(1),
-        timeout: upstream.timeouts.responseMs,
-        // One attempt: retrying a request the upstream may have acted on is not the gateway's call.
-        retryDelay: () => null,
-        ...(body !== undefined ? { body, contentType: String(request.headers['content-type']) } : {}),
-        rewriteRequestHeaders: (req, headers) => forwardHeaders(req as FastifyRequest, decision, headers),
-        onResponse: (req, rep, res) => { respond(req as FastifyRequest, rep as FastifyReply, res as { statusCode: number, stream: Readable }, startedAt) },
-        onError: (rep, { error }) => { upstreamFailed(request, rep as FastifyReply, error as { statusCode?: number, code?: string }) }
-      } as Parameters<FastifyReply['from']>[1])
-    }
+    replyOptions: { getUpstream: (request: FastifyRequest) => decisionOf(request).route.upstream.origin },
+    // Called with http-proxy's options for the request, which our own (per upstream) replace whole.
+    handler: proxyHandler
   } as never)
 }

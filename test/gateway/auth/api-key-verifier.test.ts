@@ -1,9 +1,10 @@
 import t from 'tap'
-import { Counter, Registry } from 'prom-client'
+import { Registry } from 'prom-client'
 import { generateApiKey } from '../../../common/api-key-format.js'
 import { createApiKeyVerifier, type ApiKeyVerifierOptions } from '../../../gateway/auth/api-key-verifier.js'
 import type { KeyVerdict } from '../../../gateway/auth/identity-client.js'
 import { createNoKeyCacheL2, type KeyCacheL2 } from '../../../gateway/auth/key-cache-l2.js'
+import { createHotCounter, type HotCounter } from '../../../gateway/observability/hot-counter.js'
 import { deferred, fakeClock, memoryL2, settle, sleep, type Clock, type Deferred } from '../../helpers/auth-caches.js'
 
 /**
@@ -41,18 +42,18 @@ function fakeIdentity (): FakeIdentity {
 const valid = (id: string, permissions: string[], expiresAt: number | null = null): KeyVerdict =>
   ({ valid: true, key: { id, name: id, permissions, expires_at: expiresAt === null ? null : new Date(expiresAt).toISOString() }, deprecation: null })
 
-function keyCacheCounter (): Counter<'tier' | 'result'> {
-  return new Counter({ name: 'key_cache_total', help: 'test', labelNames: ['tier', 'result'] as const, registers: [new Registry()] })
+function keyCacheCounter (): HotCounter<'tier' | 'result'> {
+  return createHotCounter({ name: 'key_cache_total', help: 'test', labelNames: ['tier', 'result'] as const, registry: new Registry() })
 }
 
-async function count (counter: Counter<'tier' | 'result'>, tier: string, result: string): Promise<number> {
-  return (await counter.get()).values.find((v) => v.labels.tier === tier && v.labels.result === result)?.value ?? 0
+async function count (counter: HotCounter<'tier' | 'result'>, tier: string, result: string): Promise<number> {
+  return (await counter.counter.get()).values.find((v) => v.labels.tier === tier && v.labels.result === result)?.value ?? 0
 }
 
 interface Setup {
   identity: FakeIdentity
   clock: Clock
-  counter: Counter<'tier' | 'result'>
+  counter: HotCounter<'tier' | 'result'>
   verifier: ReturnType<typeof createApiKeyVerifier>
 }
 
