@@ -9,6 +9,7 @@ import { DEFAULT_BUFFERED_BODIES_MAX_BYTES, DEFAULT_LISTENER_TIMEOUTS, httpServe
 import { answerClientError, answerError, CommonProblems, installProblemHandlers, sendProblem } from './problem.js'
 import { ProblemSchema } from './problem-schema.js'
 import { queryStringProblem, searchOf } from './query-string.js'
+import { lazyRequestLoggerFactory } from './lazy-request-logger.js'
 import { installRequestLogging, loggerOptions } from './logger.js'
 import { bufferedBodyReader, closeIfBodyPending } from './request-body.js'
 
@@ -44,6 +45,7 @@ export function createHttpApp (options: HttpAppOptions) {
     http: timeouts,
     logger: loggerOptions({ level: options.logLevel, name: options.name, ...(options.logStream !== undefined ? { stream: options.logStream } : {}) }),
     logController: new LogController({ disableRequestLogging: true }),
+    childLoggerFactory: lazyRequestLoggerFactory,
     bodyLimit: options.bodyLimitBytes,
     trustProxy: options.trustProxy ?? false,
     // Fastify's own 503 while closing is plain JSON; the hook below answers it as a problem.
