@@ -148,14 +148,16 @@ export type BufferedBodyReader = (request: FastifyRequest, payload: Readable, li
  * case). A preParsing hook notes each request's response for that.
  */
 export function bufferedBodyReader (app: FastifyInstance): BufferedBodyReader {
-  const responses = new WeakMap<FastifyRequest, ServerResponse>()
   app.addHook('preParsing', (request, reply, payload, done) => {
-    responses.set(request, reply.raw)
+    // A property, not a WeakMap entry: an entry per request would keep each request and
+    // its response alive through the garbage collector's minor cycles (ephemerons are
+    // settled only by a full collection), and a busy gateway would spend its time there.
+    (request as RequestWithResponse)[RESPONSE] = reply.raw
     done(null, payload)
   })
   return async (request, payload, limitBytes, budget) => {
     const holding = budget.hold()
-    const response = responses.get(request)
+    const response = (request as RequestWithResponse)[RESPONSE]
     if (response === undefined || response.closed) {
       holding.release()
       throw abortedError()
@@ -166,6 +168,10 @@ export function bufferedBodyReader (app: FastifyInstance): BufferedBodyReader {
     return await readBodyInto(payload, length === undefined ? undefined : Number(length), Math.min(limitBytes, budget.capacityBytes), holding)
   }
 }
+
+/** Where the preParsing hook notes a request's response, for the body reader. */
+const RESPONSE = Symbol('portier.response')
+type RequestWithResponse = FastifyRequest & { [RESPONSE]?: ServerResponse }
 
 /**
  * An error answered while the request's body is still arriving closes the connection
