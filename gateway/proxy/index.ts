@@ -84,9 +84,10 @@ export async function registerProxy (app: FastifyInstance, options: ProxyOptions
     const decision = decisionOf(request)
     metrics.upstreamDuration.observe({ upstream: decision.route.upstream.name, status_class: STATUS_CLASSES[Math.floor(res.statusCode / 100)] ?? 'other' },
       (performance.now() - decision.sentAt) / 1000)
-    const json = isJsonContentType(reply.getHeader('content-type'))
-    const encoding = String(reply.getHeader('content-encoding') ?? '').trim().toLowerCase()
-    if (decision.inflection === null || !json || request.method === 'HEAD' || BODYLESS_STATUSES.has(res.statusCode) || !canDecode(encoding)) {
+    // Without inflection (most requests) the body is piped as it comes, looked at no further.
+    const encoding = decision.inflection === null ? '' : String(reply.getHeader('content-encoding') ?? '').trim().toLowerCase()
+    if (decision.inflection === null || !isJsonContentType(reply.getHeader('content-type')) || request.method === 'HEAD' ||
+      BODYLESS_STATUSES.has(res.statusCode) || !canDecode(encoding)) {
       reply.send(res.stream)
       return
     }
