@@ -1,4 +1,5 @@
 import type { FastifyServerOptions } from 'fastify'
+import { pino, type Logger, type LoggerOptions as PinoOptions } from 'pino'
 import { stdoutLogDestination } from './log-destination.js'
 
 /**
@@ -49,6 +50,12 @@ export function loggerOptions (options: LoggerOptions): FastifyServerOptions['lo
         ({ method: req.method, url: typeof req.url === 'string' ? stripQuery(req.url) : undefined, id: req.id })
     }
   } as FastifyServerOptions['logger']
+}
+
+/** A logger outside any Fastify app (a cluster's primary), with the same options and destination as theirs. */
+export function createLogger (options: LoggerOptions): Logger {
+  const { stream, ...rest } = loggerOptions(options) as PinoOptions & { stream: NodeJS.WritableStream }
+  return pino(rest, stream)
 }
 
 function stripQuery (url: string): string {

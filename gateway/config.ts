@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os'
 import { Type, type Static, type TSchema } from 'typebox'
 import { ConfigError, validateConfig } from '../common/config.js'
 import { deepFreeze } from '../common/deep-freeze.js'
@@ -53,6 +54,8 @@ function fromOption<P extends OptionPath> (path: P, description: string, serverD
 export const GatewayEnvSchema = Type.Object({
   GATEWAY_HOST: Type.String({ default: '0.0.0.0', description: 'Interface the gateway listens on.' }),
   GATEWAY_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000, description: 'Port of the gateway: the one base URL clients call.' }),
+  // A string: `auto` or a count, read by workersOf below so that the problem names the value given.
+  GATEWAY_WORKERS: Type.String({ default: '1', description: 'Processes serving GATEWAY_PORT: `1` (one process, no cluster), a larger count (node:cluster workers under a supervising primary), or `auto` (one per core: os.availableParallelism()).' }),
   GATEWAY_METRICS_HOST: Type.String({ default: DEFAULT_METRICS_HOST, description: 'Interface of the private metrics listener (GET /metrics, Prometheus text); keep it private.' }),
   GATEWAY_METRICS_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: DEFAULT_METRICS_PORT, description: 'Port of the private metrics listener; 0: no metrics listener.' }),
   GATEWAY_METRICS_ON_MAIN_LISTENER: fromOption('metricsRoute', 'Serve /metrics on the main listener too, to `Authorization: Bearer $GATEWAY_METRICS_TOKEN` only.'),
@@ -94,6 +97,8 @@ type GatewayEnv = Static<typeof GatewayEnvSchema>
 export interface GatewayServerConfig {
   host: string
   port: number
+  /** Processes serving `port` (GATEWAY_WORKERS; 1 when absent: one process, no cluster). Only the standalone server reads it. */
+  workers?: number
   /** The private metrics listener, or null when GATEWAY_METRICS_PORT is 0. */
   metrics: { host: string, port: number } | null
   trustProxy: boolean | string
@@ -105,20 +110,27 @@ export interface GatewayServerConfig {
 }
 
 /** Reads and validates the standalone gateway's environment, deep-frozen; throws a ConfigError naming every bad variable. */
-export function loadGatewayConfig (env: Record<string, string | undefined> = process.env): Readonly<GatewayServerConfig> {
+export function loadGatewayConfig (env: Record<string, string | undefined> = process.env): Readonly<GatewayServerConfig & { workers: number }> {
   const e = validateConfig<GatewayEnv>(GatewayEnvSchema, env, 'gateway environment')
   const redis = parseRedisTarget({ url: e.REDIS_URL, clusterNodes: e.REDIS_CLUSTER_NODES })
   const metrics = { metricsRoute: e.GATEWAY_METRICS_ON_MAIN_LISTENER, ...(e.GATEWAY_METRICS_TOKEN !== undefined ? { metricsToken: e.GATEWAY_METRICS_TOKEN } : {}) }
   const listeners = listenerLimitsFromEnv('GATEWAY', e)
+  const workers = workersOf(e.GATEWAY_WORKERS)
   const problems = [
     ...redis.problems,
     ...listeners.problems,
-    ...metricsOptionProblems(metrics, { route: 'GATEWAY_METRICS_ON_MAIN_LISTENER', token: 'GATEWAY_METRICS_TOKEN' })
+    ...metricsOptionProblems(metrics, { route: 'GATEWAY_METRICS_ON_MAIN_LISTENER', token: 'GATEWAY_METRICS_TOKEN' }),
+    ...(typeof workers === 'string' ? [workers] : []),
+    // Whichever worker took the scrape would answer with its own counts only: the private listener sums them all.
+    ...(typeof workers === 'number' && workers > 1 && e.GATEWAY_METRICS_ON_MAIN_LISTENER
+      ? ['GATEWAY_METRICS_ON_MAIN_LISTENER: must be false with more than one worker (GATEWAY_WORKERS); the private metrics listener serves the sum of all workers']
+      : [])
   ]
   if (problems.length > 0) throw new ConfigError('gateway environment', problems)
   return deepFreeze({
     host: e.GATEWAY_HOST,
     port: e.GATEWAY_PORT,
+    workers: workers as number,
     metrics: e.GATEWAY_METRICS_PORT === 0 ? null : { host: e.GATEWAY_METRICS_HOST, port: e.GATEWAY_METRICS_PORT },
     trustProxy: e.GATEWAY_TRUST_PROXY === 'true' ? true : e.GATEWAY_TRUST_PROXY === 'false' ? false : e.GATEWAY_TRUST_PROXY,
     shutdownGraceMs: e.GATEWAY_SHUTDOWN_GRACE_SECONDS * 1000,
@@ -134,6 +146,13 @@ export function loadGatewayConfig (env: Record<string, string | undefined> = pro
         : {})
     }
   })
+}
+
+/** GATEWAY_WORKERS as a count, or the problem naming the value given. */
+function workersOf (value: string): number | string {
+  if (value === 'auto') return availableParallelism()
+  const count = /^[0-9]+$/.test(value) ? Number(value) : Number.NaN
+  return Number.isSafeInteger(count) && count >= 1 ? count : `GATEWAY_WORKERS: must be a positive integer or auto, not ${JSON.stringify(value)}`
 }
 
 /** The plugin options the variables marked by fromOption set, from their validated values. */

@@ -1,18 +1,23 @@
-import closeWithGrace from 'close-with-grace'
+import cluster from 'node:cluster'
 import { ConfigError } from '../common/config.js'
-import { buildGatewayServer, buildMetricsServer } from './app.js'
 import { loadGatewayConfig } from './config.js'
+import { WORKER_MARKER } from './workers/protocol.js'
 
 /**
- * Runs the gateway: reads the environment, listens (traffic, and metrics on their own
- * private listener), reloads upstreams on SIGHUP, drains on SIGTERM/SIGINT.
+ * Runs the gateway from its environment: one process (GATEWAY_WORKERS=1), or a primary
+ * that supervises that many workers, each of which runs this file again. The roles are
+ * imported on demand, so that the primary never loads the gateway app it does not run.
  */
 async function main (): Promise<void> {
-  let config
-  let app
   try {
-    config = loadGatewayConfig()
-    app = await buildGatewayServer(config)
+    const config = loadGatewayConfig()
+    if (cluster.isWorker && process.env[WORKER_MARKER] === '1') {
+      await (await import('./workers/worker.js')).runWorker(config)
+    } else if (config.workers > 1) {
+      await (await import('./workers/primary.js')).runPrimary(config)
+    } else {
+      await (await import('./single-process.js')).runSingleProcess(config)
+    }
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`)
@@ -20,20 +25,6 @@ async function main (): Promise<void> {
     }
     throw err
   }
-  const gateway = app
-  const metrics = config.metrics === null ? null : await buildMetricsServer(config, gateway.portierGateway)
-  process.on('SIGHUP', () => { gateway.portierGateway.reload() })
-  // SIGHUP means "reload the upstreams" here, not "shut down".
-  closeWithGrace({ delay: config.shutdownGraceMs, skip: ['SIGHUP'] }, async ({ signal, err }) => {
-    if (err !== undefined) gateway.log.error({ err }, 'shutting down after an error')
-    else gateway.log.info({ signal }, 'shutting down: draining in-flight requests')
-    // Metrics stay readable while the traffic drains: the last scrape sees it end.
-    await gateway.close()
-    await metrics?.close()
-  })
-  // Metrics first: a port that cannot be bound stops the start before any traffic is taken.
-  if (metrics !== null && config.metrics !== null) await metrics.listen({ host: config.metrics.host, port: config.metrics.port })
-  await gateway.listen({ host: config.host, port: config.port })
 }
 
 await main()

@@ -5,10 +5,10 @@ import { credentialsMatch } from '../../common/constant-time.js'
 import { installProblemErrorHandler } from '../../common/problem.js'
 import { PROBLEM_SCHEMA_ID, ProblemSchema, problemResponses } from '../../common/problem-schema.js'
 import { GatewayProblems } from '../errors.js'
-import type { GatewayMetrics } from './metrics.js'
+import type { MetricsSource } from './metrics.js'
 
 export interface MetricsRouteOptions {
-  metrics: Pick<GatewayMetrics, 'registry'>
+  metrics: { registry: MetricsSource }
   /**
    * The Bearer token a scrape must present, compared in constant time. Required on a
    * listener that carries traffic; absent on the private metrics listener, which only

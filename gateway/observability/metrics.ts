@@ -47,3 +47,6 @@ export function createGatewayMetrics () {
 }
 
 export type GatewayMetrics = ReturnType<typeof createGatewayMetrics>
+
+/** What GET /metrics renders: a gateway's registry, or the sum of a cluster's workers. */
+export type MetricsSource = Pick<Registry, 'contentType' | 'metrics'>

@@ -2,6 +2,7 @@ import t from 'tap'
 import { spawn, spawnSync } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { availableParallelism } from 'node:os'
 import { stringify } from 'yaml'
 import { connect } from 'node:net'
 import { Writable } from 'node:stream'
@@ -46,6 +47,22 @@ t.test('the environment is validated, naming every bad variable', async (t) => {
   t.notOk('allowedUnusualHeaders' in config.plugin, 'no unusual header name is allowed unless GATEWAY_ALLOWED_UNUSUAL_HEADERS is set')
   t.same(loadGatewayConfig({ IDENTITY_SERVICE_TOKEN: TOKEN, GATEWAY_ALLOWED_UNUSUAL_HEADERS: ' x_legacy_id, X.Trace ,' }).plugin.allowedUnusualHeaders,
     ['x_legacy_id', 'X.Trace'], 'GATEWAY_ALLOWED_UNUSUAL_HEADERS: a comma list, trimmed')
+})
+
+t.test('GATEWAY_WORKERS: 1 by default, a positive count, or auto for one per core; anything else is refused naming the value', async (t) => {
+  const workers = (value?: string): number => loadGatewayConfig({ IDENTITY_SERVICE_TOKEN: TOKEN, ...(value !== undefined ? { GATEWAY_WORKERS: value } : {}) }).workers
+  t.equal(workers(), 1, 'unset: one process')
+  t.equal(workers(''), 1, 'empty: unset')
+  t.equal(workers('3'), 3, 'a count')
+  t.equal(workers('auto'), availableParallelism(), 'auto: os.availableParallelism()')
+  for (const bad of ['0', '-1', 'two', '1.5', ' 2', 'AUTO', '1e3']) {
+    const problems = (() => { try { workers(bad) } catch (err) { return (err as ConfigError).problems } return [] })()
+    t.same(problems, [`GATEWAY_WORKERS: must be a positive integer or auto, not ${JSON.stringify(bad)}`], `${JSON.stringify(bad)} is refused, naming it`)
+  }
+  const metricsOnMain = { IDENTITY_SERVICE_TOKEN: TOKEN, GATEWAY_METRICS_ON_MAIN_LISTENER: 'true', GATEWAY_METRICS_TOKEN: 'm'.repeat(32) }
+  t.equal(loadGatewayConfig({ ...metricsOnMain, GATEWAY_WORKERS: '1' }).plugin.metricsRoute, true, 'metrics on the main listener with one process')
+  t.throws(() => loadGatewayConfig({ ...metricsOnMain, GATEWAY_WORKERS: '2' }), { message: /GATEWAY_METRICS_ON_MAIN_LISTENER: must be false with more than one worker/ },
+    'refused with workers: whichever worker took the scrape would answer with its own counts only')
 })
 
 t.test('the metrics listener: on by default on 127.0.0.1:9464, off with port 0', async (t) => {

@@ -7,6 +7,7 @@ import { GatewayEnvSchema } from '../../gateway/config.js'
 import { GatewayProblems } from '../../gateway/errors.js'
 import { createGatewayMetrics } from '../../gateway/observability/metrics.js'
 import { GatewayOptionsSchema } from '../../gateway/options.js'
+import { createSupervisionMetrics } from '../../gateway/workers/metrics.js'
 import { UpstreamsFileSchema } from '../../gateway/routing/schema.js'
 import { IdentityEnvSchema } from '../../identity/config.js'
 import { IdentityProblems } from '../../identity/errors.js'
@@ -98,7 +99,11 @@ function ownMetrics (registry: Registry, prefix: string): Map<string, string[]> 
 }
 
 const METRICS: Array<[string, () => Map<string, string[]>]> = [
-  ['Gateway metrics', () => ownMetrics(createGatewayMetrics().registry, 'portier_gateway_')],
+  // A clustered gateway's primary serves its own series beside the workers' sum, under the same table.
+  ['Gateway metrics', () => new Map([
+    ...ownMetrics(createGatewayMetrics().registry, 'portier_gateway_'),
+    ...ownMetrics(createSupervisionMetrics(() => 0).registry, 'portier_gateway_')
+  ])],
   ['Identity metrics', () => ownMetrics(createIdentityMetrics({ processMetrics: false }).registry, 'portier_identity_')]
 ]
 
