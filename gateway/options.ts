@@ -36,7 +36,8 @@ export const GatewayOptionsSchema = Type.Object({
   redisClusterNodes: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })),
   eventsChannel: Type.Optional(Type.String({ minLength: 1, default: 'portier:events' })),
   keyCache: Type.Optional(Type.Object({
-    l1MaxEntries: Type.Optional(Type.Integer({ minimum: 1, default: 10_000 })),
+    // Sized for the keys a busy back office has in use at once (about 20 MiB when full): a miss costs a Redis round trip.
+    l1MaxEntries: Type.Optional(Type.Integer({ minimum: 1, default: 50_000 })),
     l1TtlSeconds: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 3_600, default: 30 })),
     l2TtlSeconds: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 86_400, default: 300 })),
     negativeTtlSeconds: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 300, default: 5 }))
