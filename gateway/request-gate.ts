@@ -7,6 +7,7 @@ import { hostProblem } from './host-header.js'
 import { ALLOWED_INFLECTION_VALUES, parseInflectionHeader, type KeyCase } from './inflection/index.js'
 import { METHOD_OVERRIDE_HEADERS, queryOverridesMethod } from './method-override.js'
 import { normalisePath, type ResolvedRoute, type RouteTable } from './routing/index.js'
+import type { UsageCounter } from './usage/usage-counter.js'
 
 /** What the gate decided about a request, read by the proxy handler and the hooks after it. */
 export interface GateDecision {
@@ -60,9 +61,10 @@ function refuseBadHost (request: FastifyRequest, hosts: number): void {
  * The gateway's checks, cheapest first, before any body is read: one well-formed Host
  * (400), normalise the path and check the query (path tricks are refused, never
  * reinterpreted; so are method overrides), match the route (404/405), read the
- * inflection header (400), authenticate (400/401/503) and authorise (403).
+ * inflection header (400), authenticate (400/401/503) and authorise (403). A key let
+ * through is counted as a use of the secret presented.
  */
-export function createRequestGate (deps: { table: () => RouteTable, authenticate: Authenticate }) {
+export function createRequestGate (deps: { table: () => RouteTable, authenticate: Authenticate, usage: Pick<UsageCounter, 'record'> }) {
   return async function gate (request: FastifyRequest, reply: FastifyReply): Promise<GateDecision> {
     const repeated = countRepeatable(request)
     refuseBadHost(request, repeated.hosts)
@@ -99,6 +101,7 @@ export function createRequestGate (deps: { table: () => RouteTable, authenticate
     const permission = match.route.permission
     if (permission === null) throw GatewayProblems.permissionNotDeclared([match.route.method, match.route.pattern])
     if (!permits(principal.permissions, permission)) throw permissionDenied(principal, permission)
+    if (principal.secretLookupId !== null) deps.usage.record(principal.secretLookupId, match.route.pattern, request.ip)
     return decision
   }
 }

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http'
+import { lookupIdOf } from '../../common/api-key-format.js'
 import { readCredential } from '../../common/credentials.js'
 import { AuthDetails, AuthProblems, bearerChallenge } from '../../common/problem.js'
 import { GatewayDetails, GatewayProblems, INVALID_API_KEY_DETAILS } from '../errors.js'
@@ -14,6 +15,8 @@ export interface Principal {
   permissions: readonly string[]
   /** Set when a key's old secret was used during a rotation grace period. */
   deprecation: { deprecatedAt: number, sunsetAt: number } | null
+  /** For a key, the lookup id of the secret presented (uses are counted per secret); null for a user. */
+  secretLookupId: string | null
 }
 
 /**
@@ -41,7 +44,7 @@ export function createAuthenticator (deps: { keys: ApiKeyVerifier, tokens: Acces
       throw GatewayProblems.invalidApiKey([INVALID_API_KEY_DETAILS[check.reason]])
     }
     metrics.authOutcomes.inc({ credential: 'api_key', outcome: 'valid' })
-    return { kind: 'key', id: check.key.id, permissions: check.key.permissions, deprecation: check.key.deprecation }
+    return { kind: 'key', id: check.key.id, permissions: check.key.permissions, deprecation: check.key.deprecation, secretLookupId: lookupIdOf(presented) }
   }
 
   async function byToken (token: string): Promise<Principal> {
@@ -51,7 +54,7 @@ export function createAuthenticator (deps: { keys: ApiKeyVerifier, tokens: Acces
       throw AuthProblems.invalidToken([check.reason])
     }
     metrics.authOutcomes.inc({ credential: 'bearer', outcome: 'valid' })
-    return { kind: 'user', id: check.claims.sub, permissions: check.claims.permissions, deprecation: null }
+    return { kind: 'user', id: check.claims.sub, permissions: check.claims.permissions, deprecation: null, secretLookupId: null }
   }
 
   return async function authenticate (headers: IncomingHttpHeaders): Promise<Principal> {
