@@ -16,6 +16,8 @@ export const API_KEY_PREFIX = 'ptk_'
 const LOOKUP_ID_LENGTH = 12
 const SECRET_LENGTH = 43
 const CHECKSUM_LENGTH = 6
+/** A lookup id alone, as the internal API's schemas check it. */
+export const LOOKUP_ID_PATTERN = '^[0-9A-Za-z]{12}$'
 export const API_KEY_PATTERN = /^ptk_([0-9A-Za-z]{12})_([0-9A-Za-z]{43})([0-9A-Za-z]{6})$/
 export const API_KEY_LENGTH = API_KEY_PREFIX.length + LOOKUP_ID_LENGTH + 1 + SECRET_LENGTH + CHECKSUM_LENGTH
 
@@ -26,6 +28,11 @@ export interface ParsedApiKey {
 
 function checksumOf (body: string): string {
   return bytesToBase62(createHash('sha256').update(body).digest().subarray(0, 8), CHECKSUM_LENGTH)
+}
+
+/** The lookup id of a key `parseApiKey` accepted, without parsing it again (no checksum). */
+export function lookupIdOf (wellFormedKey: string): string {
+  return wellFormedKey.slice(API_KEY_PREFIX.length, API_KEY_PREFIX.length + LOOKUP_ID_LENGTH)
 }
 
 /** Returns the parts of a well-formed key with a valid checksum, or null. */

@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox'
+import { LOOKUP_ID_PATTERN } from './api-key-format.js'
 
 /**
  * Identity's internal API, which gateways call with the service credential: identity
@@ -14,6 +15,8 @@ const NullableTimestamp = Type.Union([Timestamp, Type.Null()])
 export const KEYS_VERIFY_PATH = '/internal/keys/verify'
 /** GET: sessions revoked since a time, the gateway's catch-up when events may have been lost. */
 export const SESSIONS_REVOKED_PATH = '/internal/sessions/revoked'
+/** POST: the API key uses a gateway counted since its last report, applied in one transaction. */
+export const KEYS_USAGE_PATH = '/internal/keys/usage'
 
 /**
  * Why identity refuses a key. Without a verified secret only `malformed` or `unknown`:
@@ -49,3 +52,54 @@ export type RevokedSession = Static<typeof RevokedSession>
 /** Oldest first; a gateway pages by passing the last `revoked_at` as `since`. */
 export const RevokedSessions = Type.Object({ now: Timestamp, sessions: Type.Array(RevokedSession) })
 export type RevokedSessions = Static<typeof RevokedSessions>
+
+/** Most lookup ids in one usage report: a gateway with more sends several. */
+export const KEY_USAGE_MAX_ENTRIES = 500
+/** A route pattern is a prefix and a path of at most 1024 characters each (gateway/routing/schema.ts). */
+export const KEY_USAGE_ROUTE_MAX_LENGTH = 2_048
+/** An IPv6 address with a zone fits with room to spare. */
+export const KEY_USAGE_IP_MAX_LENGTH = 64
+/**
+ * What a route pattern (`/billing/invoices/:id`, `/reports/*`) and an IP address are
+ * made of. Nothing outside these reaches identity's database, so no view or table
+ * ever shows a quote, a backslash or a control character from them, and no
+ * character of an entry needs escaping in JSON (which keeps the body limit exact).
+ */
+export const KEY_USAGE_ROUTE_PATTERN = '^/[0-9A-Za-z._~:*/-]*$'
+export const KEY_USAGE_IP_PATTERN = '^[0-9A-Za-z.:%_-]+$'
+/**
+ * The body limit of the usage route: an entry at its longest (a 2048-character route,
+ * a 64-character address, the largest count) is about 2 300 bytes of JSON.
+ */
+export const KEY_USAGE_BODY_LIMIT_BYTES = KEY_USAGE_MAX_ENTRIES * 2_560
+
+/** The uses of one secret (its lookup id), with the time, route and client address of the last one. */
+export const KeyUse = Type.Object({
+  lookup_id: Type.String({ pattern: LOOKUP_ID_PATTERN }),
+  count: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
+  last_used_at: Timestamp,
+  /** The matched route pattern, never the raw path; null when it did not fit the pattern above. */
+  last_route: Type.Union([Type.String({ maxLength: KEY_USAGE_ROUTE_MAX_LENGTH, pattern: KEY_USAGE_ROUTE_PATTERN }), Type.Null()]),
+  /** The client's address as the gateway's trusted proxy chain gave it; null when it was not an IP address. */
+  last_ip: Type.Union([Type.String({ maxLength: KEY_USAGE_IP_MAX_LENGTH, pattern: KEY_USAGE_IP_PATTERN }), Type.Null()])
+}, { additionalProperties: false })
+export type KeyUse = Static<typeof KeyUse>
+
+/**
+ * A usage report. `batch_id` is chosen by the gateway and kept when a report is sent
+ * again after a failure: identity applies each id once, so an answer lost after the
+ * commit does not count the uses twice.
+ */
+export const KeyUsageReport = Type.Object({
+  batch_id: Type.String({ pattern: '^[0-9A-Za-z_-]{16,64}$' }),
+  uses: Type.Array(KeyUse, { minItems: 1, maxItems: KEY_USAGE_MAX_ENTRIES })
+}, { additionalProperties: false })
+export type KeyUsageReport = Static<typeof KeyUsageReport>
+
+/** `unknown`: lookup ids no secret has (a key deleted since), ignored; `duplicate`: the batch was applied before, nothing changed. */
+export const KeyUsageReceipt = Type.Object({
+  applied: Type.Integer({ minimum: 0 }),
+  unknown: Type.Integer({ minimum: 0 }),
+  duplicate: Type.Boolean()
+})
+export type KeyUsageReceipt = Static<typeof KeyUsageReceipt>

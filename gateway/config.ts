@@ -77,6 +77,8 @@ export const GatewayEnvSchema = Type.Object({
   GATEWAY_TOKEN_CACHE_MAX_ENTRIES: fromOption('tokenCacheMaxEntries', 'Verified access tokens remembered until they expire (LRU).'),
   GATEWAY_JWKS_COOLDOWN_SECONDS: fromOption('jwksCooldownSeconds', 'Least time between JWKS fetches caused by unknown `kid`s.'),
   GATEWAY_REVOCATION_SYNC_SECONDS: fromOption('revocationSyncSeconds', 'How often revoked sessions are re-read from Redis and identity (a net under lost events).'),
+  GATEWAY_KEY_USAGE_FLUSH_SECONDS: fromOption('keyUsageFlushSeconds', 'How often the API key uses this gateway counted are reported to identity (use counts, last use); a crash loses at most this much.'),
+  GATEWAY_KEY_USAGE_MAX_KEYS: fromOption('keyUsageMaxKeys', 'Most keys whose uses the gateway holds until they are reported; uses of a key beyond are not counted (logged, and counted in a metric).'),
   GATEWAY_BODY_LIMIT_BYTES: fromOption('bodyLimitBytes', 'Largest accepted request body of an upstream route (1 MiB); an upstream may set its own.'),
   GATEWAY_IDENTITY_BODY_LIMIT_BYTES: fromOption('identityBodyLimitBytes', 'Largest accepted request body of identity\'s routes (login, refresh, logout), which take no credential (8 KiB).'),
   // GATEWAY_BUFFERED_BODIES_MAX_BYTES among them: the same bounds as bufferedBodiesMaxBytes (common/listener-limits.ts).

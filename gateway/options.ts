@@ -45,6 +45,10 @@ export const GatewayOptionsSchema = Type.Object({
   tokenCacheMaxEntries: Type.Optional(Type.Integer({ minimum: 1, default: 10_000 })),
   jwksCooldownSeconds: Type.Optional(Type.Number({ minimum: 0, maximum: 3_600, default: 30 })),
   revocationSyncSeconds: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 3_600, default: 30 })),
+  /** How often the API key uses counted here are reported to identity; uses not reported yet are lost in a crash. */
+  keyUsageFlushSeconds: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 300, default: 5 })),
+  /** Most keys (secrets) whose uses are held until reported; a key beyond is not counted (logged, and a metric). */
+  keyUsageMaxKeys: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000, default: 100_000 })),
   /** Largest request body of an upstream route (an upstream may set its own in the upstreams file). */
   bodyLimitBytes: Type.Optional(Type.Integer({ minimum: 1_024, default: DEFAULT_BODY_LIMIT_BYTES })),
   /** Largest request body of identity's routes (login, refresh, logout), which take no credential at the gateway. */

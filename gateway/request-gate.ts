@@ -7,6 +7,7 @@ import { hostProblem } from './host-header.js'
 import { ALLOWED_INFLECTION_VALUES, parseInflectionHeader, type KeyCase } from './inflection/index.js'
 import { METHOD_OVERRIDE_HEADERS, queryOverridesMethod } from './method-override.js'
 import { normalisePath, type ResolvedRoute, type RouteTable } from './routing/index.js'
+import type { UsageCounter } from './usage/usage-counter.js'
 
 /** What the gate decided about a request, read by the proxy handler and the hooks after it. */
 export interface GateDecision {
@@ -66,10 +67,11 @@ function refuseBadHost (request: FastifyRequest, hosts: number): void {
  * are thrown. The decision comes at once when the credential was verified before (a
  * cached key or token): only a credential identity or the signing keys must vouch for
  * makes it a promise. The matched route is noted on the request as soon as it is
- * known, so that a refusal after it is counted under its route.
+ * known, so that a refusal after it is counted under its route. A key let through is
+ * counted as a use of the secret presented.
  */
-export function createRequestGate (deps: { table: () => RouteTable, authenticate: Authenticate }) {
-  function authorised (decision: GateDecision, principal: Principal, reply: FastifyReply): GateDecision {
+export function createRequestGate (deps: { table: () => RouteTable, authenticate: Authenticate, usage: Pick<UsageCounter, 'record'> }) {
+  function authorised (request: FastifyRequest, decision: GateDecision, principal: Principal, reply: FastifyReply): GateDecision {
     decision.principal = principal
     if (principal.deprecation !== null) {
       // RFC 9745 (Deprecation, a structured-field date) and RFC 8594 (Sunset, an HTTP-date).
@@ -79,6 +81,7 @@ export function createRequestGate (deps: { table: () => RouteTable, authenticate
     const route = decision.route
     if (route.permission === null) throw GatewayProblems.permissionNotDeclared([route.method, route.pattern])
     if (!permits(principal.permissions, route.permission)) throw permissionDenied(principal, route.permission)
+    if (principal.secretLookupId !== null) deps.usage.record(principal.secretLookupId, route.pattern, request.ip)
     return decision
   }
 
@@ -112,8 +115,8 @@ export function createRequestGate (deps: { table: () => RouteTable, authenticate
     if (match.route.auth === 'none') return decision
     const principal = deps.authenticate(request.headers)
     return principal instanceof Promise
-      ? principal.then((verified) => authorised(decision, verified, reply))
-      : authorised(decision, principal, reply)
+      ? principal.then((verified) => authorised(request, decision, verified, reply))
+      : authorised(request, decision, principal, reply)
   }
 }
 

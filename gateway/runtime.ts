@@ -18,6 +18,8 @@ import { connectGatewayRedis, type GatewayRedis } from './redis-connection.js'
 import { createRequestGate } from './request-gate.js'
 import { createLiveRouteTable } from './routing/live-table.js'
 import type { RouteTable } from './routing/index.js'
+import { createUsageCounter } from './usage/usage-counter.js'
+import { createUsageReporter } from './usage/usage-reporter.js'
 
 export interface RuntimeDependencies {
   /** An event bus to share (the one-process demo passes identity's in-memory bus). */
@@ -95,6 +97,11 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
   const tokens = createAccessTokenVerifier({
     jwks, revocations, issuer: options.identity.issuer, audience: options.identity.audience, cacheMaxEntries: options.tokenCacheMaxEntries, now
   })
+  // The gate counts every request it lets through with a key, cached or not; the reporter sends the counts to identity in batches.
+  const usage = createUsageCounter({ maxKeys: options.keyUsageMaxKeys, now })
+  const usageReporter = createUsageReporter({
+    counter: usage, identity, intervalMs: options.keyUsageFlushSeconds * 1000, maxKeys: options.keyUsageMaxKeys, metrics, log
+  })
   const upkeep = createCacheUpkeep({
     events,
     keys,
@@ -112,7 +119,7 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
     metrics,
     /** Whether /metrics is served on the app the plugin is registered on (behind its token): the OpenAPI document lists it then. */
     metricsRoute: options.metricsRoute,
-    gate: createRequestGate({ table: () => routes.table, authenticate: createAuthenticator({ keys, tokens, metrics }) }),
+    gate: createRequestGate({ table: () => routes.table, authenticate: createAuthenticator({ keys, tokens, metrics }), usage }),
     reload: routes.reload,
     get table (): RouteTable { return routes.table },
     connectTimeoutMs: routes.connectTimeoutMs,
@@ -126,6 +133,7 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
     /** Subscribes, loads keys and revocations, starts the timers and the file watch. Never throws: what fails is retried. */
     async start (): Promise<void> {
       await upkeep.start()
+      usageReporter.start()
       if (options.watchUpstreamsFile) routes.watch()
     },
 
@@ -135,6 +143,8 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
       if (ownsEvents) await events.close()
       sharing.l2.close()
       redis?.close()
+      // Before the identity client closes: the uses counted since the last report go now.
+      await usageReporter.close()
       await identity.close()
     }
   }

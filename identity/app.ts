@@ -15,6 +15,7 @@ import { adminRoleRoutes } from './routes/admin/roles.js'
 import { adminSessionRoutes } from './routes/admin/sessions.js'
 import { adminSigningKeyRoutes } from './routes/admin/signing-keys.js'
 import { adminUserRoutes } from './routes/admin/users.js'
+import { keysUsageRoutes } from './routes/internal/keys-usage.js'
 import { keysVerifyRoutes } from './routes/internal/keys-verify.js'
 import { sessionsRevokedRoutes } from './routes/internal/sessions-revoked.js'
 import { healthRoutes } from './routes/health.js'
@@ -107,7 +108,7 @@ export async function buildIdentity (config: IdentityConfig, options: BuildIdent
   guardAdminListener(adminApp as unknown as FastifyInstance, config)
   await registerDocumentation(adminApp as unknown as FastifyInstance, IDENTITY_ADMIN_DOCUMENTATION)
   for (const routes of [adminUserRoutes, adminRoleRoutes, adminApiKeyRoutes, adminSessionRoutes, adminSigningKeyRoutes,
-    keysVerifyRoutes, sessionsRevokedRoutes]) {
+    keysVerifyRoutes, keysUsageRoutes, sessionsRevokedRoutes]) {
     await adminApp.register(routes, { services })
   }
   await adminApp.register(healthRoutes)

@@ -9,6 +9,7 @@ const closed = { additionalProperties: false } as const
 
 export const Timestamp = Type.String({ format: 'date-time' })
 export const NullableTimestamp = Type.Union([Timestamp, Type.Null()])
+const NullableString = Type.Union([Type.String(), Type.Null()])
 
 /** OWASP ASVS 2.1: at least 8 characters, at least 64 allowed, no composition rules. */
 export const Password = Type.String({ minLength: 8, maxLength: 128 })
@@ -86,6 +87,9 @@ const KeySecretView = Type.Object({
   retired_at: NullableTimestamp,
   grace_until: NullableTimestamp,
   last_used_at: NullableTimestamp,
+  /** The route pattern and client address of that last use, as a gateway reported them. */
+  last_used_route: NullableString,
+  last_used_ip: NullableString,
   use_count: Type.Integer()
 })
 
@@ -98,7 +102,10 @@ export const ApiKeyView = Type.Object({
   expires_at: NullableTimestamp,
   created_at: Timestamp,
   updated_at: Timestamp,
+  /** The last use of any of its secrets that a gateway reported, and its route pattern and client address. */
   last_used_at: NullableTimestamp,
+  last_used_route: NullableString,
+  last_used_ip: NullableString,
   disabled_at: NullableTimestamp,
   revoked_at: NullableTimestamp,
   /** During a rotation's grace period: how the old secret is still being used. */

@@ -68,6 +68,8 @@ export function apiKeyView (key: ApiKeyRecord, secrets: ApiKeySecretRecord[], no
     created_at: iso(key.createdAt),
     updated_at: iso(key.updatedAt),
     last_used_at: isoOrNull(key.lastUsedAt),
+    last_used_route: key.lastUsedRoute,
+    last_used_ip: key.lastUsedIp,
     disabled_at: isoOrNull(key.disabledAt),
     revoked_at: isoOrNull(key.revokedAt),
     rotation: inGrace === undefined
@@ -85,6 +87,8 @@ export function apiKeyView (key: ApiKeyRecord, secrets: ApiKeySecretRecord[], no
       retired_at: isoOrNull(s.retiredAt),
       grace_until: isoOrNull(s.graceUntil),
       last_used_at: isoOrNull(s.lastUsedAt),
+      last_used_route: s.lastUsedRoute,
+      last_used_ip: s.lastUsedIp,
       use_count: s.useCount
     }))
   }

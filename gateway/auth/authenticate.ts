@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http'
+import { lookupIdOf } from '../../common/api-key-format.js'
 import { readCredential } from '../../common/credentials.js'
 import { AuthDetails, AuthProblems, bearerChallenge } from '../../common/problem.js'
 import { GatewayDetails, GatewayProblems, INVALID_API_KEY_DETAILS } from '../errors.js'
@@ -14,6 +15,8 @@ export interface Principal {
   permissions: readonly string[]
   /** Set when a key's old secret was used during a rotation grace period. */
   deprecation: { deprecatedAt: number, sunsetAt: number } | null
+  /** For a key, the lookup id of the secret presented (uses are counted per secret); null for a user. */
+  secretLookupId: string | null
 }
 
 /**
@@ -35,13 +38,13 @@ export function createAuthenticator (deps: { keys: ApiKeyVerifier, tokens: Acces
     missing: outcome('none', 'missing')
   }
 
-  function principalOfKey (check: KeyCheck): Principal {
+  function principalOfKey (check: KeyCheck, presented: string): Principal {
     if (!check.valid) {
       metrics.authOutcomes.series({ credential: 'api_key', outcome: check.reason }).inc()
       throw GatewayProblems.invalidApiKey([INVALID_API_KEY_DETAILS[check.reason]])
     }
     counts.keyValid.inc()
-    return { kind: 'key', id: check.key.id, permissions: check.key.permissions, deprecation: check.key.deprecation }
+    return { kind: 'key', id: check.key.id, permissions: check.key.permissions, deprecation: check.key.deprecation, secretLookupId: lookupIdOf(presented) }
   }
 
   function identityUnavailable (err: unknown): never {
@@ -58,7 +61,7 @@ export function createAuthenticator (deps: { keys: ApiKeyVerifier, tokens: Acces
       throw AuthProblems.invalidToken([check.reason])
     }
     counts.bearerValid.inc()
-    return { kind: 'user', id: check.claims.sub, permissions: check.claims.permissions, deprecation: null }
+    return { kind: 'user', id: check.claims.sub, permissions: check.claims.permissions, deprecation: null, secretLookupId: null }
   }
 
   /**
@@ -70,8 +73,9 @@ export function createAuthenticator (deps: { keys: ApiKeyVerifier, tokens: Acces
     const credential = readCredential(headers)
     switch (credential.kind) {
       case 'api_key': {
-        const check = keys.verify(credential.key)
-        return check instanceof Promise ? check.then(principalOfKey, identityUnavailable) : principalOfKey(check)
+        const { key } = credential
+        const check = keys.verify(key)
+        return check instanceof Promise ? check.then((verified) => principalOfKey(verified, key), identityUnavailable) : principalOfKey(check, key)
       }
       case 'bearer': {
         const check = tokens.verify(credential.token)

@@ -4,15 +4,23 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { JSONWebKeySet } from 'jose'
 import { createAjv } from '../../common/ajv.js'
 import {
-  KEYS_VERIFY_PATH, KeyVerdict, RevokedSessions, SESSIONS_REVOKED_PATH, type RevokedSession
+  KEYS_USAGE_PATH, KEYS_VERIFY_PATH, KeyUsageReceipt, KeyVerdict, RevokedSessions, SESSIONS_REVOKED_PATH,
+  type KeyUsageReport, type RevokedSession
 } from '../../common/internal-api.js'
 import { dispatchDeadline } from '../dispatch-deadline.js'
 
-export type { KeyVerdict, RevokedSession } from '../../common/internal-api.js'
+export type { KeyUsageReceipt, KeyUsageReport, KeyVerdict, RevokedSession } from '../../common/internal-api.js'
 
 /** Identity could not be asked (down, slow, refusing our service credential, or answering outside the contract). */
 export class IdentityUnreachableError extends Error {
   override readonly name = 'IdentityUnreachableError'
+  /** The status identity answered with, when it answered something other than 200; null when it did not answer. */
+  readonly status: number | null
+
+  constructor (message: string, options: { cause?: unknown, status?: number } = {}) {
+    super(message, options.cause !== undefined ? { cause: options.cause } : undefined)
+    this.status = options.status ?? null
+  }
 }
 
 export interface IdentityClientOptions {
@@ -23,7 +31,7 @@ export interface IdentityClientOptions {
   log: FastifyBaseLogger
 }
 
-/** Connections to identity's internal listener (key verification, the revocation feed). */
+/** Connections to identity's internal listener (key verification, the revocation feed, usage reports). */
 const INTERNAL_CONNECTIONS = 32
 /** Connections to its public listener (the JWKS and health checks only). */
 const PUBLIC_CONNECTIONS = 2
@@ -34,15 +42,16 @@ const MAX_REPORTED_VIOLATIONS = 5
 const ajv = createAjv(false)
 const answerSchemas = {
   [KEYS_VERIFY_PATH]: ajv.compile<KeyVerdict>(KeyVerdict),
-  [SESSIONS_REVOKED_PATH]: ajv.compile<RevokedSessions>(RevokedSessions)
+  [SESSIONS_REVOKED_PATH]: ajv.compile<RevokedSessions>(RevokedSessions),
+  [KEYS_USAGE_PATH]: ajv.compile<KeyUsageReceipt>(KeyUsageReceipt)
 }
 
 /**
- * The gateway's calls to identity: key verification and the revocation feed on the
- * internal listener (service credential), and the JWKS on the public one. Keep-alive
- * pools, bounded time: every call, answer read whole, ends within timeoutMs of the
- * moment it is made, time spent queued for one of the pool's connections included,
- * so a slow identity never holds a request longer than that.
+ * The gateway's calls to identity: key verification, the revocation feed and key usage
+ * reports on the internal listener (service credential), and the JWKS on the public
+ * one. Keep-alive pools, bounded time: every call, answer read whole, ends within
+ * timeoutMs of the moment it is made, time spent queued for one of the pool's
+ * connections included, so a slow identity never holds a request longer than that.
  *
  * An internal answer that is not what common/internal-api.ts says (not JSON, a member
  * missing or of the wrong type, an unknown reason) is logged and treated as identity
@@ -73,7 +82,7 @@ export function createIdentityClient (options: IdentityClientOptions) {
       })
       if (response.statusCode !== 200) {
         await response.body.dump()
-        throw new IdentityUnreachableError(`identity ${path} answered ${response.statusCode}`)
+        throw new IdentityUnreachableError(`identity ${path} answered ${response.statusCode}`, { status: response.statusCode })
       }
       // Inside the try: a body cut or late (the deadline covers it) is identity unreachable too, not a 500.
       return await response.body.text()
@@ -115,6 +124,8 @@ export function createIdentityClient (options: IdentityClientOptions) {
 
   return {
     verifyKey: async (key: string): Promise<KeyVerdict> => await callInternal<KeyVerdict>('POST', KEYS_VERIFY_PATH, '', { key }),
+    /** Reports key uses; throws IdentityUnreachableError (with the status, when identity answered one) unless identity took them. */
+    reportKeyUsage: async (report: KeyUsageReport): Promise<KeyUsageReceipt> => await callInternal<KeyUsageReceipt>('POST', KEYS_USAGE_PATH, '', report),
     revokedSessionsSince: async (since: number): Promise<RevokedSession[]> =>
       (await callInternal<RevokedSessions>('GET', SESSIONS_REVOKED_PATH, `?since=${encodeURIComponent(new Date(since).toISOString())}`)).sessions,
     jwks: async (): Promise<JSONWebKeySet> => await json<JSONWebKeySet>('/.well-known/jwks.json'),

@@ -37,6 +37,18 @@ export function createGatewayMetrics () {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [registry]
     }),
+    keyUsageFlushes: new Counter({
+      name: 'portier_gateway_key_usage_flushes_total',
+      help: 'Key usage reports sent to identity (at most 500 keys each), by outcome: ok, failed (kept and sent again), refused (identity refused the report: its uses are dropped).',
+      labelNames: ['outcome'] as const,
+      registers: [registry]
+    }),
+    keyUsageDropped: new Counter({
+      name: 'portier_gateway_key_usage_dropped_total',
+      help: 'API key uses never reported to identity, by reason: overflow (more keys in use than the gateway may hold), refused (identity refused their report), shutdown (identity did not take them before the gateway stopped).',
+      labelNames: ['reason'] as const,
+      registers: [registry]
+    }),
     invalidations: new Counter({
       name: 'portier_gateway_invalidation_events_total',
       help: 'Invalidation events received from identity, by type.',

@@ -5,7 +5,7 @@ import type { AuthEvent } from '../../common/events.js'
 import type { KeyInvalidReason } from '../../common/internal-api.js'
 import { normalizePermissions } from '../../common/permissions.js'
 import type { Db } from '../store/db.js'
-import type { ApiKeysStore, ApiKeyRecord, ApiKeySecretRecord } from '../store/api-keys-store.js'
+import type { ApiKeysStore, ApiKeyRecord, ApiKeySecretRecord, KeyUseReport } from '../store/api-keys-store.js'
 import { IdentityProblems } from '../errors.js'
 import type { IdentityMetrics } from '../observability/metrics.js'
 import type { KeyVerificationResult } from '../observability/metrics.js'
@@ -23,6 +23,12 @@ const DAY_MS = 86_400_000
  */
 export const LEGACY_WRONG_SECRETS_PER_WINDOW = 5
 export const LEGACY_WRONG_SECRET_WINDOW_MS = 15 * 60_000
+/**
+ * How long an applied usage report's id is remembered. A gateway sends a report again
+ * until it hears identity's answer, backing off to a minute between tries: a day
+ * covers any outage after which anyone would still trust the counts.
+ */
+export const KEY_USAGE_BATCH_MEMORY_MS = 86_400_000
 
 export type KeyVerification =
   | {
@@ -160,7 +166,6 @@ export function createApiKeys (options: ApiKeysOptions) {
     const now = clock.now()
     const state = keyState(key, now) ?? secretState(secret, now)
     if (state !== null) return refused(state)
-    store.recordUse(key.id, lookupId, now)
     const deprecation = secret.retiredAt !== null && secret.graceUntil !== null
       ? { deprecatedAt: secret.retiredAt, sunsetAt: secret.graceUntil }
       : null
@@ -229,7 +234,22 @@ export function createApiKeys (options: ApiKeysOptions) {
       return { key: get(id), secret: generated.key, warnings: [] }
     },
 
-    /** Verifies a presented key for the gateway, and counts the result. */
+    /**
+     * Adds the uses gateways counted (every request they let through with a key, cached
+     * or not): once per batch id, unknown lookup ids skipped. A use reported later than
+     * now (a gateway's clock ahead of ours) is taken as now.
+     */
+    recordUses (batchId: string, uses: readonly KeyUseReport[]) {
+      const now = clock.now()
+      const bounded = uses.map((use) => ({ ...use, lastUsedAt: Math.min(use.lastUsedAt, now) }))
+      return store.recordUses(batchId, bounded, now, now - KEY_USAGE_BATCH_MEMORY_MS)
+    },
+
+    /**
+     * Verifies a presented key for the gateway, and counts the result. A verification
+     * is not a use: the gateway reports every request it serves with the key, this
+     * one included (recordUses).
+     */
     async verify (presented: string): Promise<KeyVerification> {
       const { verification, result } = await check(presented)
       metrics.keyVerifications.inc({ result })

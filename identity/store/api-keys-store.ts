@@ -9,6 +9,9 @@ export interface ApiKeyRecord {
   createdAt: number
   updatedAt: number
   lastUsedAt: number | null
+  /** The route pattern and client address of that last use, as the gateway reported them. */
+  lastUsedRoute: string | null
+  lastUsedIp: string | null
   disabledAt: number | null
   revokedAt: number | null
 }
@@ -21,7 +24,18 @@ export interface ApiKeySecretRecord {
   retiredAt: number | null
   graceUntil: number | null
   lastUsedAt: number | null
+  lastUsedRoute: string | null
+  lastUsedIp: string | null
   useCount: number
+}
+
+/** Uses of one secret the gateways counted: how many, and the last one. */
+export interface KeyUseReport {
+  lookupId: string
+  count: number
+  lastUsedAt: number
+  route: string | null
+  ip: string | null
 }
 
 interface KeyRow {
@@ -32,6 +46,8 @@ interface KeyRow {
   created_at: number
   updated_at: number
   last_used_at: number | null
+  last_used_route: string | null
+  last_used_ip: string | null
   disabled_at: number | null
   revoked_at: number | null
 }
@@ -49,6 +65,8 @@ interface SecretRow {
   retired_at: number | null
   grace_until: number | null
   last_used_at: number | null
+  last_used_route: string | null
+  last_used_ip: string | null
   use_count: number
 }
 
@@ -62,6 +80,8 @@ function toKey (row: KeyRow | undefined): ApiKeyRecord | null {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     lastUsedAt: row.last_used_at,
+    lastUsedRoute: row.last_used_route,
+    lastUsedIp: row.last_used_ip,
     disabledAt: row.disabled_at,
     revokedAt: row.revoked_at
   }
@@ -77,6 +97,8 @@ function toSecret (row: SecretRow | undefined): ApiKeySecretRecord | null {
     retiredAt: row.retired_at,
     graceUntil: row.grace_until,
     lastUsedAt: row.last_used_at,
+    lastUsedRoute: row.last_used_route,
+    lastUsedIp: row.last_used_ip,
     useCount: row.use_count
   }
 }
@@ -99,8 +121,21 @@ export function createApiKeysStore (db: Db) {
     setRevoked: db.prepare('UPDATE api_keys SET revoked_at = ?, updated_at = ? WHERE id = ? AND revoked_at IS NULL'),
     retireCurrent: db.prepare('UPDATE api_key_secrets SET retired_at = @now, grace_until = @graceUntil WHERE key_id = @keyId AND retired_at IS NULL'),
     replaceSecretHash: db.prepare('UPDATE api_key_secrets SET secret_hash = @next WHERE lookup_id = @lookupId AND secret_hash = @previous'),
-    recordSecretUse: db.prepare('UPDATE api_key_secrets SET last_used_at = ?, use_count = use_count + 1 WHERE lookup_id = ?'),
-    recordKeyUse: db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?')
+    // SET expressions read the row as it was: the route and address follow the time only when it is the latest.
+    addSecretUses: db.prepare(`UPDATE api_key_secrets SET
+        use_count = use_count + @count,
+        last_used_route = CASE WHEN last_used_at IS NULL OR last_used_at <= @at THEN @route ELSE last_used_route END,
+        last_used_ip = CASE WHEN last_used_at IS NULL OR last_used_at <= @at THEN @ip ELSE last_used_ip END,
+        last_used_at = max(coalesce(last_used_at, @at), @at)
+      WHERE lookup_id = @lookupId RETURNING key_id`),
+    touchKey: db.prepare(`UPDATE api_keys SET
+        last_used_route = CASE WHEN last_used_at IS NULL OR last_used_at <= @at THEN @route ELSE last_used_route END,
+        last_used_ip = CASE WHEN last_used_at IS NULL OR last_used_at <= @at THEN @ip ELSE last_used_ip END,
+        last_used_at = max(coalesce(last_used_at, @at), @at)
+      WHERE id = @keyId`),
+    batchApplied: db.prepare('SELECT 1 FROM key_usage_batches WHERE id = ?'),
+    forgetBatchesBefore: db.prepare('DELETE FROM key_usage_batches WHERE applied_at < ?'),
+    rememberBatch: db.prepare('INSERT INTO key_usage_batches (id, applied_at) VALUES (?, ?)')
   }
 
   return {
@@ -126,12 +161,25 @@ export function createApiKeysStore (db: Db) {
     /** Rewrites a secret's hash (a legacy scheme upgraded); false when the row no longer holds `previous`. */
     replaceSecretHash: (lookupId: string, previous: string, next: string) =>
       statements.replaceSecretHash.run({ lookupId, previous, next }).changes > 0,
-    /** Use counts are bookkeeping: committed without a disk sync (see commitWithoutSync). */
-    recordUse: (keyId: string, lookupId: string, now: number) => {
+    /**
+     * Applies a gateway's usage report in one transaction, once per batch id: ids are
+     * remembered until `forgetBefore`. Lookup ids no secret has are skipped and counted.
+     * Use counts are bookkeeping: committed without a disk sync (see commitWithoutSync).
+     */
+    recordUses: (batchId: string, uses: readonly KeyUseReport[], now: number, forgetBefore: number) =>
       commitWithoutSync(db, () => {
-        statements.recordSecretUse.run(now, lookupId)
-        statements.recordKeyUse.run(now, keyId)
+        if (statements.batchApplied.get(batchId) !== undefined) return { applied: 0, unknown: 0, duplicate: true }
+        statements.forgetBatchesBefore.run(forgetBefore)
+        statements.rememberBatch.run(batchId, now)
+        let applied = 0
+        for (const use of uses) {
+          const params = { count: use.count, at: use.lastUsedAt, route: use.route, ip: use.ip }
+          const secret = statements.addSecretUses.get({ ...params, lookupId: use.lookupId }) as { key_id: string } | undefined
+          if (secret === undefined) continue
+          statements.touchKey.run({ at: params.at, route: params.route, ip: params.ip, keyId: secret.key_id })
+          applied++
+        }
+        return { applied, unknown: uses.length - applied, duplicate: false }
       })
-    }
   }
 }

@@ -36,16 +36,17 @@ export function openDatabase (path: string, options: OpenDatabaseOptions = {}): 
 
 /**
  * Runs `fn` in one transaction whose commit does not wait for the disk
- * (synchronous=NORMAL for this commit only), then restores FULL. For bookkeeping on
- * hot paths (a key's last use): in WAL mode such a commit survives a crash of the
- * process and is seen by every reader at once; only a power loss can drop it, and
- * the next FULL commit makes it durable too. A disk sync per key verification
+ * (synchronous=NORMAL for this commit only), then restores FULL, and returns what
+ * `fn` returned. For bookkeeping that arrives often (the key uses gateways report):
+ * in WAL mode such a commit survives a crash of the process and is seen by every
+ * reader at once; only a power loss can drop it, and the next FULL commit makes it
+ * durable too. A disk sync per key verification, when verifications recorded uses,
  * capped identity at a few hundred verifications a second.
  */
-export function commitWithoutSync (db: Db, fn: () => void): void {
+export function commitWithoutSync<T> (db: Db, fn: () => T): T {
   db.pragma('synchronous = NORMAL')
   try {
-    db.transaction(fn)()
+    return db.transaction(fn)()
   } finally {
     db.pragma('synchronous = FULL')
   }

@@ -108,6 +108,25 @@ const MIGRATIONS: ReadonlyArray<{ version: number, name: string, sql: string }> 
       ) STRICT;
       CREATE INDEX event_outbox_by_created_at ON event_outbox(created_at);
     `
+  },
+  {
+    version: 3,
+    name: 'key usage reported by the gateways',
+    // The route pattern and client address of a key's (and each secret's) last use, and
+    // the usage reports already applied: a gateway sends a report again, under the same
+    // id, when it did not hear the answer, and it must not count twice.
+    sql: `
+      ALTER TABLE api_keys ADD COLUMN last_used_route TEXT;
+      ALTER TABLE api_keys ADD COLUMN last_used_ip TEXT;
+      ALTER TABLE api_key_secrets ADD COLUMN last_used_route TEXT;
+      ALTER TABLE api_key_secrets ADD COLUMN last_used_ip TEXT;
+
+      CREATE TABLE key_usage_batches (
+        id         TEXT PRIMARY KEY,          -- chosen by the gateway
+        applied_at INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX key_usage_batches_by_applied_at ON key_usage_batches(applied_at);
+    `
   }
 ]
 

@@ -76,7 +76,7 @@ export const PERMISSIONS = {
 export const withChecksum = (body: string): string => body + bytesToBase62(createHash('sha256').update(body).digest().subarray(0, 8), 6)
 
 /** Members whose value moves when a credential is used, not when anything is written. */
-const USE_BOOKKEEPING = new Set(['last_used_at', 'use_count', 'old_secret_use_count', 'old_secret_last_used_at'])
+const USE_BOOKKEEPING = new Set(['last_used_at', 'last_used_route', 'last_used_ip', 'use_count', 'old_secret_use_count', 'old_secret_last_used_at'])
 
 function withoutBookkeeping (value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withoutBookkeeping)

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto'
 import { openDatabase } from '../../identity/store/database.js'
 import { startIdentity, tempDir } from '../helpers/identity.js'
 import { assertStatus } from '../helpers/assert.js'
-import { postLogin, postVerifyKey, refreshTokens } from '../helpers/session-setup.js'
+import { postKeyUsage, postLogin, postVerifyKey, refreshTokens, usageReport } from '../helpers/session-setup.js'
 import { freePort, startRedis } from '../helpers/redis.js'
 import { watchEvents } from '../helpers/events.js'
 import { runPortierHere } from '../helpers/cli.js'
@@ -124,9 +124,11 @@ t.test('happy: roles, users and keys made by the CLI work in a server on the sam
     deprecation: null
   })
 
+  // What a gateway reports of the request it verified the key for.
+  assertStatus(t, await postKeyUsage(server, usageReport([{ key: key.json.key as string, at: Date.now(), route: '/users', ip: '198.51.100.4' }])), 200, 'use reported')
   const keys = await portierHere(env, ['keys', 'list'])
   exits(t, keys, 0)
-  t.match(keys.json, { api_keys: [{ id: key.json.api_key.id, key_prefix: key.json.api_key.key_prefix, last_used_at: String }] })
+  t.match(keys.json, { api_keys: [{ id: key.json.api_key.id, key_prefix: key.json.api_key.key_prefix, last_used_at: String, last_used_route: '/users', last_used_ip: '198.51.100.4' }] })
   t.notMatch(keys.stdout, key.json.key as string, 'list never shows the secret')
   t.notMatch(keys.stdout, /hash/i)
 })
@@ -160,9 +162,11 @@ t.test('keys: duplicate name, rotation with grace, revocation', async (t) => {
   t.match(old.body, { valid: true, key: { id }, deprecation: { deprecated_at: String, sunset_at: rotated.json.api_key.rotation.grace_until } })
   const current = await postVerifyKey(server, newKey)
   t.match(current.body, { valid: true, key: { id }, deprecation: null })
+  assertStatus(t, await postKeyUsage(server, usageReport([{ key: oldKey, at: Date.now() }, { key: newKey, count: 4, at: Date.now() }])), 200, 'uses reported')
 
   const shown = await portierHere(env, ['keys', 'show', id])
-  t.match(shown.json, { api_key: { rotation: { old_secret_use_count: 1, old_secret_last_used_at: String } } }, 'use of the old secret is counted')
+  t.match(shown.json, { api_key: { rotation: { old_secret_use_count: 1, old_secret_last_used_at: String }, secrets: [{ use_count: 4 }, { use_count: 1 }] } },
+    'use of the old secret is counted apart')
   t.notMatch(shown.stdout, newKey.slice(-20), 'show never prints a secret')
 
   const revoked = await portierHere(env, ['keys', 'revoke', id])

@@ -30,8 +30,8 @@ export async function identityRequests (identity: { logs: Array<Record<string, u
   return identity.logs.filter((line) => line.msg === 'request' && line.url === path).length
 }
 
-/** The sum of a gateway's counter `name` over the series whose labels include `labels`. */
-export async function metricSum (gateway: TestGateway, name: string, labels: Record<string, string> = {}): Promise<number> {
+/** The sum of a gateway's counter `name` over the series whose labels include `labels` (any gateway with a metrics listener, process or in-process). */
+export async function metricSum (gateway: Pick<TestGateway, 'metricsUrl'>, name: string, labels: Record<string, string> = {}): Promise<number> {
   const text = (await http(`${gateway.metricsUrl}/metrics`)).text
   return text.split('\n')
     .filter((l) => (l.startsWith(`${name}{`) || l.startsWith(`${name} `)) && Object.entries(labels).every(([k, v]) => l.includes(`${k}="${v}"`)))

@@ -39,6 +39,8 @@ export interface GatewaySetup {
   clock?: FakeClock
   events?: EventBus
   options?: Partial<GatewayOptionsInput>
+  /** The server's GATEWAY_TRUST_PROXY (false unless given). */
+  trustProxy?: boolean | string
 }
 
 /** A gateway on loopback port 0 in front of a test identity, closed at the end of the test. */
@@ -49,7 +51,7 @@ export async function startGateway (t: Test, setup: GatewaySetup): Promise<TestG
     host: '127.0.0.1',
     port: 0,
     metrics: null,
-    trustProxy: false,
+    trustProxy: setup.trustProxy ?? false,
     shutdownGraceMs: 1_000,
     logLevel: 'info',
     plugin: {

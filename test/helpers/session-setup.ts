@@ -1,4 +1,7 @@
 import type { Test } from 'tap'
+import { lookupIdOf } from '../../common/api-key-format.js'
+import { KEYS_USAGE_PATH } from '../../common/internal-api.js'
+import { randomBase62 } from '../../common/random.js'
 import { fakeClock, startIdentity, type FakeClock, type TestIdentity } from './identity.js'
 import { adminClient, http, type HttpAnswer } from './http.js'
 import { assertJson, assertStatus } from './assert.js'
@@ -131,6 +134,28 @@ export async function postVerifyKey (identity: Pick<TestIdentity, 'adminUrl' | '
   return await http(`${identity.adminUrl}/internal/keys/verify`, { bearer: identity.serviceToken, body: { key } })
 }
 
+/** POST /internal/keys/usage with the service credential, not checked. */
+export async function postKeyUsage (identity: Pick<TestIdentity, 'adminUrl' | 'serviceToken'>, report: unknown): Promise<HttpAnswer> {
+  return await http(`${identity.adminUrl}${KEYS_USAGE_PATH}`, { bearer: identity.serviceToken, body: report })
+}
+
+/** Uses of one key's secret, as a test describes them: the full key, how many (1), when, and the last route and address. */
+export interface TestUse { key: string, count?: number, at: number, route?: string | null, ip?: string | null }
+
+/** A usage report as a gateway sends it, under a fresh batch id unless given. */
+export function usageReport (uses: TestUse[], batchId = randomBase62(24)): { batch_id: string, uses: Array<Record<string, unknown>> } {
+  return {
+    batch_id: batchId,
+    uses: uses.map((use) => ({
+      lookup_id: lookupIdOf(use.key),
+      count: use.count ?? 1,
+      last_used_at: new Date(use.at).toISOString(),
+      last_route: use.route === undefined ? '/users' : use.route,
+      last_ip: use.ip === undefined ? '127.0.0.1' : use.ip
+    }))
+  }
+}
+
 export interface KeyHelperOptions {
   /** Also assert that every verification answer has Cache-Control: no-store. */
   verifyNoStore?: boolean
@@ -143,6 +168,8 @@ export interface KeyHelpers {
   verify: (key: string) => Promise<Record<string, any>>
   /** POST /admin/keys; asserts 201. */
   create: (body: Record<string, unknown>) => Promise<{ id: string, key: string, answer: HttpAnswer }>
+  /** Reports uses as a gateway does, through /internal/keys/usage; asserts a 200 JSON answer (the receipt). */
+  reportUses: (uses: TestUse[]) => Promise<Record<string, any>>
 }
 
 /** API-key calls of an identity started with startWithAdmin. */
@@ -160,6 +187,11 @@ export function keyHelpers (t: Test, s: AdminSetup, options: KeyHelperOptions = 
       if (options.createCheck === 'status') assertStatus(t, answer, 201, label)
       else assertJson(t, answer, 201, label)
       return { id: answer.body.api_key.id, key: answer.body.key, answer }
+    },
+    async reportUses (uses) {
+      const answer = await postKeyUsage(s, usageReport(uses))
+      assertJson(t, answer, 200, 'usage report')
+      return answer.body
     }
   }
 }

@@ -41,6 +41,10 @@ const ADMIN_ROUTES: Array<[method: string, path: string, body?: unknown]> = [
 
 const INTERNAL_ROUTES: Array<[method: string, path: string, body?: unknown]> = [
   ['POST', '/internal/keys/verify', { key: 'ptk_not_a_key' }],
+  ['POST', '/internal/keys/usage', {
+    batch_id: 'batch_0000000000000000',
+    uses: [{ lookup_id: '000000000000', count: 1, last_used_at: '2026-01-01T00:00:00Z', last_route: '/users', last_ip: '127.0.0.1' }]
+  }],
   ['GET', '/internal/sessions/revoked']
 ]
 

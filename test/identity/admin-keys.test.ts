@@ -9,7 +9,8 @@ import { keyHelpers, postVerifyKey, startWithAdmin, type AdminSetup, type KeyHel
  * /admin/keys: the API key lifecycle. The full key is shown once (create, rotate);
  * names are unique even under concurrency; expiry is advised and capped; keys are
  * updated, disabled, revoked (final) and rotated with a grace period whose use ops
- * can watch. Verification goes through the gateway's endpoint, /internal/keys/verify.
+ * can watch. Verification goes through the gateway's endpoint, /internal/keys/verify;
+ * uses are what gateways report through /internal/keys/usage.
  */
 
 const HOUR_MS = 3_600_000
@@ -52,6 +53,8 @@ t.test('happy: create shows the full key once, in the documented format', async 
       created_at: iso(START),
       updated_at: iso(START),
       last_used_at: null,
+      last_used_route: null,
+      last_used_ip: null,
       disabled_at: null,
       revoked_at: null,
       rotation: null,
@@ -62,6 +65,8 @@ t.test('happy: create shows the full key once, in the documented format', async 
         retired_at: null,
         grace_until: null,
         last_used_at: null,
+        last_used_route: null,
+        last_used_ip: null,
         use_count: 0
       }]
     },
@@ -290,15 +295,18 @@ t.test('happy: revocation is final', async (t) => {
   t.equal((await s.admin('GET', '/admin/keys')).body.api_keys.length, 1, 'kept for the record')
 })
 
-t.test('happy: last_used_at is set by a verification', async (t) => {
+t.test('happy: the last use, its route and address come from the gateways\' reports, not from verifications', async (t) => {
   const s = await setup(t)
   const { id, key } = await s.create({ name: 'k', permissions: [], expires_at: iso(START + DAY_MS) })
   t.equal((await s.admin('GET', `/admin/keys/${id}`)).body.api_key.last_used_at, null)
   s.clock.advance(5_000)
   await s.verify(key)
+  t.match((await s.admin('GET', `/admin/keys/${id}`)).body.api_key, { last_used_at: null, secrets: [{ use_count: 0 }] },
+    'a verification is not a use: the gateway reports the request it verified for')
+  await s.reportUses([{ key, count: 3, at: START + 5_000, route: '/users/:id', ip: '203.0.113.7' }])
   const shown = (await s.admin('GET', `/admin/keys/${id}`)).body.api_key
-  t.equal(shown.last_used_at, iso(START + 5_000))
-  t.match(shown.secrets, [{ last_used_at: iso(START + 5_000), use_count: 1 }])
+  t.match(shown, { last_used_at: iso(START + 5_000), last_used_route: '/users/:id', last_used_ip: '203.0.113.7' })
+  t.match(shown.secrets, [{ last_used_at: iso(START + 5_000), last_used_route: '/users/:id', last_used_ip: '203.0.113.7', use_count: 3 }])
   s.clock.advance(5_000)
   t.same(await s.verify(`${key.slice(0, 20)}${key.slice(21)}x`), { valid: false, reason: 'malformed' })
   t.equal((await s.admin('GET', `/admin/keys/${id}`)).body.api_key.last_used_at, iso(START + 5_000), 'a failed verification is not a use')
@@ -339,11 +347,15 @@ t.test('rotation: the old secret works during the default 24 h grace, with its u
   t.same(await s.verify(oldKey), { ...current, deprecation }, 'the old key verifies, with its deprecation')
 
   const useCount = async (): Promise<Record<string, unknown>> => (await s.admin('GET', '/admin/keys')).body.api_keys[0].rotation
+  t.match(await useCount(), { old_secret_use_count: 0, old_secret_last_used_at: null }, 'verifying is not using')
+  await s.reportUses([{ key: oldKey, at: s.clock.now() }])
   t.match(await useCount(), { old_secret_use_count: 1, old_secret_last_used_at: iso(rotatedAt + HOUR_MS) })
   s.clock.advance(HOUR_MS)
   await s.verify(oldKey)
+  await s.reportUses([{ key: oldKey, at: s.clock.now() }])
   t.match(await useCount(), { old_secret_use_count: 2, old_secret_last_used_at: iso(rotatedAt + 2 * HOUR_MS) }, 'each use counts')
   await s.verify(newKey)
+  await s.reportUses([{ key: newKey, at: s.clock.now() }])
   t.match(await useCount(), { old_secret_use_count: 2 }, 'new-key uses are not old-secret uses')
   t.same(await s.verify(`${oldKey.slice(0, 17)}${'A'.repeat(43)}${oldKey.slice(-6)}`), { valid: false, reason: 'malformed' })
   t.match(await useCount(), { old_secret_use_count: 2 }, 'failures are not uses')
@@ -351,6 +363,7 @@ t.test('rotation: the old secret works during the default 24 h grace, with its u
   // The last millisecond of the grace period, then the end of it.
   s.clock.advance(rotatedAt + DAY_MS - 1 - s.clock.now())
   t.same(await s.verify(oldKey), { ...current, deprecation }, 'still valid 1 ms before the sunset')
+  await s.reportUses([{ key: oldKey, at: s.clock.now() }])
   s.clock.advance(1)
   t.same(await s.verify(oldKey), { valid: false, reason: 'secret_retired' }, 'retired at the sunset')
   t.same(await s.verify(newKey), { ...current, deprecation: null }, 'the new key is unaffected')
