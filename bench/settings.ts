@@ -23,8 +23,8 @@ export function defaultSettings (quick: boolean): Omit<RunSettings, 'loadGenerat
         rounds: 2,
         warmupSeconds: 0,
         connections: 50,
-        keysInIdentity: 20_000,
-        distinctKeysInTraffic: 4_000,
+        keysInIdentity: 10_000,
+        distinctKeysInTraffic: 2_000,
         flood: { unknown: 1_000, wrongSecret: 20 },
         mockUsers: 1_000
       }

@@ -21,9 +21,18 @@ import { writeUpstreamsFile } from './upstreams.js'
 const BUILD_ROOT = fileURLToPath(new URL('..', import.meta.url))
 const built = (entry: string): string => join(BUILD_ROOT, entry)
 
-/** node's arguments for a Node service: its entry, after --cpu-prof when profiling. */
-function nodeArgs (entry: string, name: string, profileDir: string | undefined): string[] {
-  const profiling = profileDir !== undefined ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', `${name}.cpuprofile`] : []
+/**
+ * node's arguments for a Node service: its entry, after --cpu-prof when profiling. A
+ * service that may fork workers (node:cluster passes its flags on) gets a folder of
+ * its own and node's default names, one profile per process, since a fixed name would
+ * have every process write over the others'.
+ */
+function nodeArgs (entry: string, name: string, profileDir: string | undefined, forks = false): string[] {
+  const profiling = profileDir === undefined
+    ? []
+    : forks
+      ? ['--cpu-prof', '--cpu-prof-dir', join(profileDir, name)]
+      : ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', `${name}.cpuprofile`]
   return [...profiling, built(entry)]
 }
 
@@ -153,7 +162,7 @@ export async function startStack (options: StackOptions): Promise<Stack> {
       const gateway = await startService({
         name,
         command: process.execPath,
-        args: nodeArgs('gateway/server.js', name, options.cpuProfileDir),
+        args: nodeArgs('gateway/server.js', name, options.cpuProfileDir, extra.GATEWAY_WORKERS !== undefined),
         env: gatewayEnv(port, upstreamsFile, metricsPort, extra),
         url: `http://127.0.0.1:${port}`,
         readyPath: '/readyz'
