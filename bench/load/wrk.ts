@@ -9,7 +9,7 @@ import type { LoadJob, LoadOutcome } from './job.js'
  * The wrk load generator: C, an epoll loop per thread, a few percent of a core where
  * autocannon (a Node process) takes most of one. On a 2-core machine the generator
  * shares the cores with the upstream and the proxy, so what it takes is taken from
- * them: autocannon drives the static upstream at about half the rate wrk does. A Lua
+ * them: autocannon drives the static upstream at a half to four fifths of wrk's rate. A Lua
  * script per job sets the request and prints wrk's own figures as JSON at the end:
  * latency percentiles in microseconds from wrk's histogram.
  */
