@@ -1,5 +1,5 @@
 import type { LoadDriver } from './load/driver.js'
-import { cpuSecondsOf } from './processes/proc-stats.js'
+import { treeCpuSecondsOf } from './processes/proc-stats.js'
 import type { LoadJob, LoadOutcome } from './load/job.js'
 import type { LoadRun, VariantResult } from './report/types.js'
 
@@ -9,7 +9,7 @@ export interface VariantSpec {
   label: string
   role: VariantResult['role']
   job: () => Promise<LoadJob> | LoadJob
-  /** The proxy process whose CPU time per request is measured, if any. */
+  /** The proxy process whose CPU time per request is measured (with its descendants), if any. */
   pid?: number
   /** Status every answer must have; default: any 2xx. */
   expectStatus?: number
@@ -18,6 +18,7 @@ export interface VariantSpec {
 export interface RoundOptions {
   rounds: number
   durationSeconds: number
+  /** Unrecorded run of each variant before the rounds; 0: none. */
   warmupSeconds: number
   say: (line: string) => void
 }
@@ -27,6 +28,23 @@ export function median (values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b)
   const middle = Math.floor(sorted.length / 2)
   return sorted.length % 2 === 1 ? sorted[middle] as number : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2
+}
+
+/**
+ * Median over the rounds of `of(a's run, b's run)` for the same round. Both sides of a
+ * round ran back to back, so a machine that drifts during the scenario moves both; the
+ * median of the per-round comparisons is not fooled by the drift the way a ratio of two
+ * separate medians is.
+ */
+export function pairedMedian (a: LoadRun[], b: LoadRun[], of: (a: LoadRun, b: LoadRun) => number): number {
+  return median(a.flatMap((run, i) => b[i] !== undefined ? [of(run, b[i])] : []))
+}
+
+/** `variants` with each one's throughput ratio to the node floor (`floorId`) of the same rotation, when it ran. */
+export function withFloorRatios (variants: VariantResult[], floorId: string): VariantResult[] {
+  const floor = variants.find((v) => v.id === floorId)
+  if (floor === undefined) return variants
+  return variants.map((v) => ({ ...v, floorRatio: pairedMedian(v.rounds, floor.rounds, (run, f) => run.requestsPerSecond / f.requestsPerSecond) }))
 }
 
 export function medianRun (runs: LoadRun[]): LoadRun {
@@ -50,11 +68,11 @@ function reduce ({ statusCounts: _s, totalRequests: _t, ...run }: LoadOutcome): 
 
 /** One recorded run, with the proxy's CPU time per request when the variant names its process. */
 async function measure (driver: LoadDriver, spec: VariantSpec, durationSeconds: number): Promise<LoadRun> {
-  const cpuBefore = spec.pid !== undefined ? cpuSecondsOf(spec.pid) : 0
+  const cpuBefore = spec.pid !== undefined ? treeCpuSecondsOf(spec.pid) : 0
   const outcome = await driver.run({ ...await spec.job(), durationSeconds })
   checkOutcome(spec, outcome)
   const run = reduce(outcome)
-  if (spec.pid !== undefined) run.proxyCpuMicrosPerRequest = (cpuSecondsOf(spec.pid) - cpuBefore) * 1e6 / outcome.totalRequests
+  if (spec.pid !== undefined) run.proxyCpuMicrosPerRequest = (treeCpuSecondsOf(spec.pid) - cpuBefore) * 1e6 / outcome.totalRequests
   return run
 }
 
@@ -71,7 +89,7 @@ export function formatRun (run: LoadRun): string {
  */
 export async function alternate (driver: LoadDriver, specs: VariantSpec[], options: RoundOptions): Promise<VariantResult[]> {
   const runs = new Map<string, LoadRun[]>(specs.map((spec) => [spec.id, []]))
-  for (const spec of specs) {
+  for (const spec of options.warmupSeconds > 0 ? specs : []) {
     checkOutcome(spec, await driver.run({ ...await spec.job(), durationSeconds: options.warmupSeconds }))
   }
   for (let round = 0; round < options.rounds; round++) {

@@ -3,28 +3,33 @@ import { readFile, writeFile } from 'node:fs/promises'
 import { relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { Command, InvalidArgumentError } from 'commander'
-import { findOrInstallNginx } from './baselines/nginx.js'
+import { Command, InvalidArgumentError, Option } from 'commander'
+import { NGINX } from './baselines/nginx.js'
 import { LoadDriver } from './load/driver.js'
+import { WRK, wrkVersion } from './load/wrk.js'
 import { describeMachine } from './machine.js'
 import { memoryOf } from './processes/proc-stats.js'
 import { formatRun } from './rounds.js'
 import type { BenchResult, MemoryResult, MicroResult } from './report/types.js'
 import { renderReadmeSummary, replaceReadmeBlock } from './report/summary.js'
 import { LATEST_NAME, writeReports } from './report/write.js'
+import { bodySizes } from './scenarios/body-sizes.js'
 import { login, type BenchContext } from './scenarios/context.js'
 import { flood } from './scenarios/flood.js'
 import { identityRates } from './scenarios/identity-rates.js'
 import { manyKeys } from './scenarios/many-keys.js'
 import { manyRoutes } from './scenarios/many-routes.js'
 import { proxyOverhead } from './scenarios/proxy-overhead.js'
+import { realistic } from './scenarios/realistic.js'
+import { workers } from './scenarios/workers.js'
 import { defaultSettings, type RunSettings } from './settings.js'
 import { startStack, type Stack } from './stack.js'
-import { BENCH_PATH } from './upstreams.js'
+import { findOrInstallTool } from './tools.js'
+import { staticUsersPath } from './upstreams.js'
 
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url))
 /** Gateway RSS after the run may be at most this times its RSS after the warm-up. */
-const MAX_RSS_GROWTH = 1.5
+const MAX_RSS_GROWTH = 1.2
 
 interface Flags {
   quick: boolean
@@ -36,6 +41,9 @@ interface Flags {
   trafficKeys?: number
   nginx: boolean
   nginxInstall: boolean
+  loadGenerator: 'auto' | 'wrk' | 'autocannon'
+  wrkInstall: boolean
+  wrkThreads: number
   out: string
   readme: boolean
   cpuProf?: string
@@ -51,30 +59,40 @@ function positive (integer: boolean) {
   }
 }
 
+function nonNegative (value: string): number {
+  const n = Number(value)
+  if (!Number.isFinite(n) || n < 0) throw new InvalidArgumentError('must be a number ≥ 0.')
+  return n
+}
+
 function parseFlags (): Flags {
   return new Command('bench')
     .description('Portier benchmark: throughput, latency and memory against a bare proxy and nginx, on this machine.')
     .option('--quick', 'smoke run: 2 short rounds, fewer keys (under 2 minutes)', false)
     .option('--duration <seconds>', 'length of one load run', positive(false))
     .option('--rounds <n>', 'alternating rounds per scenario (figures are medians)', positive(true))
-    .option('--warmup <seconds>', 'unrecorded warm-up run per variant', positive(false))
+    .option('--warmup <seconds>', 'unrecorded warm-up run per variant (0: none)', nonNegative)
     .option('--connections <n>', 'concurrent connections of the load generator', positive(true))
     .option('--keys <n>', 'API keys seeded in identity for the many-keys scenario', positive(true))
     .option('--traffic-keys <n>', 'distinct keys in the many-keys traffic', positive(true))
     .option('--no-nginx', 'leave out the nginx reference')
     .option('--no-nginx-install', 'do not install nginx with apt-get when it is absent')
+    .addOption(new Option('--load-generator <name>', 'what sends the throughput scenarios\' load: wrk when found or installable, else autocannon (auto)').choices(['auto', 'wrk', 'autocannon']).default('auto'))
+    .option('--no-wrk-install', 'do not install wrk with apt-get when it is absent')
+    .option('--wrk-threads <n>', 'wrk threads (each takes up to a core from the processes measured)', positive(true), 1)
     .option('--out <dir>', 'where results are written', 'bench/results')
     .option('--readme', 'replace the results block of README.md with this run\'s table', false)
     .option('--requests <n>', 'send n requests per load run instead of running for --duration: a check that the harness works, not a measurement', positive(true))
     .option('--micro-budget <ms>', 'timed budget of the inflection micro-benchmark (default 6000 with --quick, 45000 without)', positive(true))
-    .option('--cpu-prof <dir>', 'write a CPU profile of each gateway and of the bare proxy to <dir> (summarise: node dist-bench/bench/profile-summary.js <file>)')
+    .option('--cpu-prof <dir>', 'write a CPU profile of each gateway, the bare proxies and the node floor to <dir> (summarise: node dist-bench/bench/profile-summary.js <file>)')
     .parse()
     .opts<Flags>()
 }
 
-function settingsFrom (flags: Flags): RunSettings {
+function settingsFrom (flags: Flags, loadGenerator: string): RunSettings {
   const base = defaultSettings(flags.quick)
   return {
+    loadGenerator,
     ...base,
     durationSeconds: flags.duration ?? base.durationSeconds,
     rounds: flags.rounds ?? base.rounds,
@@ -91,7 +109,7 @@ function say (line: string): void {
 }
 
 /**
- * Every kind of gateway traffic, on both gateways alike (a gateway compared while its
+ * Every kind of gateway traffic, on every gateway alike (a gateway compared while its
  * code is still being optimised by the JIT would look slower than it is), before the
  * RSS the final one is compared with.
  */
@@ -99,9 +117,9 @@ async function warmGateways (ctx: BenchContext, seconds: number): Promise<void> 
   const { stack } = ctx
   const key = { 'x-api-key': stack.accounts.apiKey }
   const kinds: Array<Record<string, string>> = [key, { ...key, 'x-api-inflection': 'camel' }, { authorization: `Bearer ${(await login(stack)).access_token}` }]
-  for (const gateway of [stack.gateway, stack.gatewayManyRoutes]) {
+  for (const gateway of [stack.gateway, stack.gatewayManyRoutes, stack.gatewayTwoWorkers]) {
     for (const headers of kinds) {
-      const outcome = await ctx.driver.run({ url: gateway.url + BENCH_PATH, method: 'GET', headers, connections: ctx.connections, durationSeconds: seconds })
+      const outcome = await ctx.driver.run({ url: gateway.url + staticUsersPath(), method: 'GET', headers, connections: ctx.connections, durationSeconds: seconds })
       say(`  warm-up ${gateway.name}: ${formatRun(outcome)}`)
     }
   }
@@ -120,15 +138,36 @@ function memoryVerdict (warmupRssMiB: number, stack: Stack): MemoryResult {
   return { warmupRssMiB, finalRssMiB: rssMiB, peakRssMiB, ratio, met: ratio <= MAX_RSS_GROWTH }
 }
 
+/**
+ * wrk when it can be had (it takes a few percent of a core where autocannon takes most
+ * of one, on a machine whose cores the proxies need), else autocannon; autocannon
+ * always for a --requests run, which wrk cannot count.
+ */
+async function chooseLoadGenerator (flags: Flags, skipped: string[]): Promise<{ wrk: string | null, description: string }> {
+  const autocannon = 'autocannon (one Node process)'
+  if (flags.requests !== undefined) return { wrk: null, description: `${autocannon}: --requests counts requests, which wrk cannot` }
+  if (flags.loadGenerator === 'autocannon') return { wrk: null, description: `${autocannon}: --load-generator autocannon` }
+  const found = await findOrInstallTool(WRK, flags.wrkInstall, say)
+  if ('absent' in found) {
+    if (flags.loadGenerator === 'wrk') throw new Error(`--load-generator wrk: ${found.absent}`)
+    skipped.push(`wrk: ${found.absent}; autocannon sent the load, and its CPU is taken from the processes measured`)
+    say(`load generator: autocannon (${found.absent})`)
+    return { wrk: null, description: autocannon }
+  }
+  const threads = `${flags.wrkThreads} ${flags.wrkThreads === 1 ? 'thread' : 'threads'}`
+  return { wrk: found.binary, description: `wrk ${await wrkVersion(found.binary)}, ${threads} (autocannon for the flood, logins and refreshes)` }
+}
+
 async function main (): Promise<void> {
   const flags = parseFlags()
-  const settings = settingsFrom(flags)
   const skipped: string[] = []
-  say(`portier bench, ${settings.mode}: ${settings.rounds} rounds of ${settings.durationSeconds} s, ${settings.connections} connections`)
+  const generator = await chooseLoadGenerator(flags, skipped)
+  const settings = settingsFrom(flags, generator.description)
+  say(`portier bench, ${settings.mode}: ${settings.rounds} rounds of ${settings.durationSeconds} s, ${settings.connections} connections; load: ${settings.loadGenerator}`)
   let nginxBinary: string | null = null
   if (!flags.nginx) skipped.push('nginx reference: left out (--no-nginx)')
   else {
-    const found = await findOrInstallNginx(flags.nginxInstall, say)
+    const found = await findOrInstallTool(NGINX, flags.nginxInstall, say)
     if ('binary' in found) nginxBinary = found.binary
     else {
       skipped.push(`nginx reference: ${found.absent}`)
@@ -143,7 +182,10 @@ async function main (): Promise<void> {
     ...(flags.cpuProf !== undefined ? { cpuProfileDir: resolve(flags.cpuProf) } : {}),
     say
   })
-  const driver = new LoadDriver(flags.requests !== undefined ? { requestsPerRun: flags.requests } : {})
+  const driver = new LoadDriver({
+    ...(flags.requests !== undefined ? { requestsPerRun: flags.requests } : {}),
+    wrk: generator.wrk !== null ? { binary: generator.wrk, threads: flags.wrkThreads, scratchDir: stack.dir } : null
+  })
   const result: Partial<BenchResult> = {}
   try {
     const ctx: BenchContext = {
@@ -153,21 +195,27 @@ async function main (): Promise<void> {
       say,
       rounds: { rounds: settings.rounds, durationSeconds: settings.durationSeconds, warmupSeconds: settings.warmupSeconds, say }
     }
-    say('[1/6] gateways warm-up')
+    say('[1/9] gateways warm-up')
     await warmGateways(ctx, Math.max(settings.warmupSeconds, settings.durationSeconds / 2))
     const warmupRssMiB = memoryOf(stack.gateway.pid).rssMiB
     say(`  gateway RSS after warm-up: ${warmupRssMiB.toFixed(1)} MiB`)
-    // Routes first, while both gateways have served exactly the same traffic: later,
-    // the 10-route one has run every other scenario and the two are no longer alike.
-    say('[2/6] many routes')
+    // Routes and workers first, while the gateways compared have served the same
+    // traffic: later, the 10-route one has run every other scenario.
+    say('[2/9] many routes')
     const routes = await manyRoutes(ctx)
-    say('[3/6] proxy overhead')
+    say('[3/9] gateway workers')
+    const twoWorkers = await workers(ctx)
+    say('[4/9] proxy overhead, 7 KB')
     const scenarios = await proxyOverhead(ctx)
-    say('[4/6] many keys')
-    scenarios.push(await manyKeys(ctx, { keysInIdentity: settings.keysInIdentity }), routes)
-    say('[5/6] invalid-key flood')
+    say('[5/9] body sizes, 1 KB and 30 KB')
+    scenarios.push(...await bodySizes(ctx))
+    say('[6/9] many keys')
+    scenarios.push(await manyKeys(ctx, { keysInIdentity: settings.keysInIdentity }), routes, twoWorkers)
+    say('[7/9] realistic upstream')
+    result.realistic = [await realistic(ctx)]
+    say('[8/9] invalid-key flood')
     result.flood = await flood(ctx, settings.flood)
-    say('[6/6] logins and refreshes')
+    say('[9/9] logins and refreshes')
     result.identity = await identityRates(ctx)
     result.memory = memoryVerdict(warmupRssMiB, stack)
     say(`  gateway RSS: ${result.memory.finalRssMiB.toFixed(1)} MiB after the run, peak ${result.memory.peakRssMiB.toFixed(1)} MiB`)
@@ -181,12 +229,13 @@ async function main (): Promise<void> {
   const micro = await runMicro(flags.quick, flags.microBudget)
   const { warmupSeconds: _w, flood: _f, mockUsers: _m, ...reported } = settings
   const complete: BenchResult = {
-    version: 1,
+    version: 2,
     startedAt: new Date(startedAt).toISOString(),
     finishedAt: new Date().toISOString(),
     machine: result.machine as BenchResult['machine'],
     settings: reported,
     scenarios: result.scenarios ?? [],
+    realistic: result.realistic ?? [],
     micro,
     flood: result.flood ?? null,
     identity: result.identity ?? null,
@@ -195,7 +244,11 @@ async function main (): Promise<void> {
   }
   const written = await writeReports(complete, flags.out)
   say(`results: ${written.json}, ${written.markdown}, ${written.svg}`)
-  for (const s of complete.scenarios) say(`  ${s.met === null ? '·' : s.met ? 'met   ' : 'MISSED'} ${s.title}: ${s.throughputRatio.toFixed(2)}× (${s.target.description})`)
+  for (const s of complete.scenarios) {
+    const verdict = !s.valid ? 'INVALID' : s.met === null ? '·' : s.met ? 'met   ' : 'MISSED'
+    const headroom = s.headroom !== null ? `, headroom ${s.headroom.toFixed(1)}×` : ''
+    say(`  ${verdict} ${s.title}: ${s.throughputRatio.toFixed(2)}×, CPU ${s.cpuRatio.toFixed(2)}× (${s.target.description})${headroom}`)
+  }
   if (flags.readme) {
     const readmePath = `${REPO_ROOT}README.md`
     const latest = (ext: string): string => relative(REPO_ROOT, resolve(flags.out, `${LATEST_NAME}.${ext}`))

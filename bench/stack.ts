@@ -21,9 +21,18 @@ import { writeUpstreamsFile } from './upstreams.js'
 const BUILD_ROOT = fileURLToPath(new URL('..', import.meta.url))
 const built = (entry: string): string => join(BUILD_ROOT, entry)
 
-/** node's arguments for a Node service: its entry, after --cpu-prof when profiling. */
-function nodeArgs (entry: string, name: string, profileDir: string | undefined): string[] {
-  const profiling = profileDir !== undefined ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', `${name}.cpuprofile`] : []
+/**
+ * node's arguments for a Node service: its entry, after --cpu-prof when profiling. A
+ * service that may fork workers (node:cluster passes its flags on) gets a folder of
+ * its own and node's default names, one profile per process, since a fixed name would
+ * have every process write over the others'.
+ */
+function nodeArgs (entry: string, name: string, profileDir: string | undefined, forks = false): string[] {
+  const profiling = profileDir === undefined
+    ? []
+    : forks
+      ? ['--cpu-prof', '--cpu-prof-dir', join(profileDir, name)]
+      : ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', `${name}.cpuprofile`]
   return [...profiling, built(entry)]
 }
 
@@ -33,13 +42,16 @@ export interface StackOptions {
   /** The nginx binary, or null to run without the nginx reference. */
   nginx: string | null
   mockUsers: number
-  /** Write a V8 CPU profile of each gateway and of the bare proxy here when they exit (node --cpu-prof). */
+  /** Write a V8 CPU profile of each gateway, the bare proxy and the node floor here when they exit (node --cpu-prof). */
   cpuProfileDir?: string
   say: (line: string) => void
 }
 
 /** Every process of a bench run, each on its own loopback port. */
 export interface Stack {
+  /** The throughput scenarios' upstream: precomputed bodies, node:http (bench/static-upstream/). */
+  upstream: Service
+  /** upstream-mock, the realistic upstream. */
   mock: Service
   identity: Service
   /** Identity's admin/internal listener (metrics). */
@@ -49,7 +61,15 @@ export interface Stack {
   gateway: Service
   /** Same build and settings, 1 000 routes. */
   gatewayManyRoutes: Service
+  /** Same as `gateway`, started with GATEWAY_WORKERS=2. */
+  gatewayTwoWorkers: Service
+  /** node:http + undici Pool to the static upstream: the Node floor. */
+  floor: Service
+  /** Fastify + @fastify/http-proxy to the static upstream. */
   bare: Service
+  /** The same bare proxy, to upstream-mock. */
+  bareToMock: Service
+  /** nginx proxy_pass to the static upstream. */
   nginx: Service | null
   nginxVersion: string | null
   accounts: BenchAccounts
@@ -60,8 +80,9 @@ export interface Stack {
 }
 
 /**
- * Starts upstream-mock, a private redis-server, identity (on a database seeded first),
- * two gateways (10 and 1 000 routes), the bare proxy and nginx: each its own process,
+ * Starts the static upstream, upstream-mock, a private redis-server, identity (on a
+ * database seeded first), three gateways (10 routes, 1 000 routes, two workers), the
+ * node floor, two bare proxies (static upstream, mock) and nginx: each its own process,
  * as in production, so that no two share an event loop with each other or with the
  * load generator. Processes log as they would in production (info, one line per
  * request); their output is drained, not kept.
@@ -76,6 +97,17 @@ export async function startStack (options: StackOptions): Promise<Stack> {
   try {
     const redis = await startPrivateRedis({ teardown: (fn) => { stops.push(async () => { await fn() }) } })
     options.say(`redis-server on ${redis.url}`)
+
+    const upstreamPort = await freePort()
+    const upstream = await startService({
+      name: 'static-upstream',
+      command: process.execPath,
+      args: [built('bench/static-upstream/server.js')],
+      env: { STATIC_UPSTREAM_PORT: String(upstreamPort) },
+      url: `http://127.0.0.1:${upstreamPort}`,
+      readyPath: '/healthz'
+    })
+    stops.push(upstream.stop)
 
     const mockPort = await freePort()
     const mock = await startService({
@@ -109,7 +141,7 @@ export async function startStack (options: StackOptions): Promise<Stack> {
     })
     stops.push(identity.stop)
 
-    const gatewayEnv = (port: number, upstreamsFile: string, metricsPort = 0): Record<string, string> => ({
+    const gatewayEnv = (port: number, upstreamsFile: string, metricsPort = 0, extra: Record<string, string> = {}): Record<string, string> => ({
       GATEWAY_HOST: '127.0.0.1',
       GATEWAY_PORT: String(port),
       // Each gateway its own metrics port (scrape it at http://127.0.0.1:<port>/metrics); 0: none.
@@ -120,16 +152,18 @@ export async function startStack (options: StackOptions): Promise<Stack> {
       IDENTITY_INTERNAL_URL: `http://127.0.0.1:${adminPort}`,
       IDENTITY_SERVICE_TOKEN: serviceToken,
       REDIS_URL: redis.url,
-      LOG_LEVEL: 'info'
+      LOG_LEVEL: 'info',
+      ...extra
     })
-    const startGateway = async (name: string, routes: number): Promise<Service> => {
+    const targets = { static: upstream.url, mock: mock.url }
+    const startGateway = async (name: string, routes: number, extra: Record<string, string> = {}): Promise<Service> => {
       const [port, metricsPort] = [await freePort(), await freePort()]
-      const upstreamsFile = await writeUpstreamsFile(join(dir, `${name}.json`), mock.url, routes)
+      const upstreamsFile = await writeUpstreamsFile(join(dir, `${name}.json`), targets, routes)
       const gateway = await startService({
         name,
         command: process.execPath,
-        args: nodeArgs('gateway/server.js', name, options.cpuProfileDir),
-        env: gatewayEnv(port, upstreamsFile, metricsPort),
+        args: nodeArgs('gateway/server.js', name, options.cpuProfileDir, extra.GATEWAY_WORKERS !== undefined),
+        env: gatewayEnv(port, upstreamsFile, metricsPort, extra),
         url: `http://127.0.0.1:${port}`,
         readyPath: '/readyz'
       })
@@ -138,23 +172,26 @@ export async function startStack (options: StackOptions): Promise<Stack> {
     }
     const gateway = await startGateway('gateway', 10)
     const gatewayManyRoutes = await startGateway('gateway-1000-routes', 1_000)
+    // A gateway that does not know the setting yet ignores it and runs one process.
+    const gatewayTwoWorkers = await startGateway('gateway-2-workers', 10, { GATEWAY_WORKERS: '2' })
 
-    const barePort = await freePort()
-    const bare = await startService({
-      name: 'bare-proxy',
-      command: process.execPath,
-      args: nodeArgs('bench/baselines/bare-proxy.js', 'bare-proxy', options.cpuProfileDir),
-      env: { BARE_PROXY_PORT: String(barePort), BARE_PROXY_UPSTREAM: mock.url },
-      url: `http://127.0.0.1:${barePort}`,
-      readyPath: '/healthz'
-    })
-    stops.push(bare.stop)
+    const startNodeBaseline = async (name: string, entry: string, env: (port: number) => Record<string, string>): Promise<Service> => {
+      const port = await freePort()
+      const service = await startService({
+        name, command: process.execPath, args: nodeArgs(entry, name, options.cpuProfileDir), env: env(port), url: `http://127.0.0.1:${port}`, readyPath: '/healthz'
+      })
+      stops.push(service.stop)
+      return service
+    }
+    const floor = await startNodeBaseline('node-floor', 'bench/baselines/node-floor.js', (port) => ({ NODE_FLOOR_PORT: String(port), NODE_FLOOR_UPSTREAM: upstream.url }))
+    const bare = await startNodeBaseline('bare-proxy', 'bench/baselines/bare-proxy.js', (port) => ({ BARE_PROXY_PORT: String(port), BARE_PROXY_UPSTREAM: upstream.url }))
+    const bareToMock = await startNodeBaseline('bare-proxy-mock', 'bench/baselines/bare-proxy.js', (port) => ({ BARE_PROXY_PORT: String(port), BARE_PROXY_UPSTREAM: mock.url }))
 
     let nginx: Service | null = null
     let version: string | null = null
     if (options.nginx !== null) {
       const nginxPort = await freePort()
-      const config = await writeNginxConfig(join(dir, 'nginx'), nginxPort, mockPort)
+      const config = await writeNginxConfig(join(dir, 'nginx'), nginxPort, upstreamPort)
       version = await nginxVersion(options.nginx)
       nginx = await startService({
         name: 'nginx', command: options.nginx, args: ['-p', join(dir, 'nginx'), '-c', config, '-g', 'daemon off;'], env: {}, url: `http://127.0.0.1:${nginxPort}`, readyPath: '/healthz'
@@ -168,7 +205,23 @@ export async function startStack (options: StackOptions): Promise<Stack> {
       l1MaxEntries: keyCache?.l1MaxEntries ?? NaN
     }
     return {
-      settings, mock, identity, identityAdminUrl: `http://127.0.0.1:${adminPort}`, serviceToken, gateway, gatewayManyRoutes, bare, nginx, nginxVersion: version, accounts, dir, close
+      settings,
+      upstream,
+      mock,
+      identity,
+      identityAdminUrl: `http://127.0.0.1:${adminPort}`,
+      serviceToken,
+      gateway,
+      gatewayManyRoutes,
+      gatewayTwoWorkers,
+      floor,
+      bare,
+      bareToMock,
+      nginx,
+      nginxVersion: version,
+      accounts,
+      dir,
+      close
     }
   } catch (err) {
     await close()

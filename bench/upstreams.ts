@@ -1,11 +1,27 @@
 import { writeFile } from 'node:fs/promises'
+import { DEFAULT_PAGE_SIZE, type PageSize } from './static-upstream/pages.js'
+
+/**
+ * The gateways' upstreams file, and the paths the scenarios call through it.
+ * (The static upstream the throughput scenarios call is bench/static-upstream/.)
+ */
 
 /** The route every throughput scenario calls; the rest only fill the table. */
 export const BENCH_PATH = '/users'
 
+/** GET /users for a page of `size` from the static upstream, the same path direct and through any proxy. */
+export function staticUsersPath (size: PageSize = DEFAULT_PAGE_SIZE): string {
+  return `${BENCH_PATH}?size=${size}`
+}
+
+/** Where the gateways route upstream-mock's GET /users (the prefix is taken off upstream). */
+export const MOCK_PREFIX = '/mock'
+
 const RESOURCES = ['users', 'tasks', 'meetings', 'invoices', 'orders', 'tickets', 'reports', 'teams', 'projects', 'documents']
 
-function routesOf (resource: string, prefix = ''): Array<{ method: string, path: string, permission: string }> {
+interface Route { method: string, path: string, permission: string }
+
+function routesOf (resource: string, prefix = ''): Route[] {
   return [
     { method: 'GET', path: `${prefix}/${resource}`, permission: `${resource}:list` },
     { method: 'GET', path: `${prefix}/${resource}/:id`, permission: `${resource}:read` },
@@ -16,28 +32,30 @@ function routesOf (resource: string, prefix = ''): Array<{ method: string, path:
 }
 
 /**
- * An upstreams file with `routes` routes in all (10 or 1000), GET /users among them.
- * Beyond the first upstream, routes are spread over upstreams of 50 routes each, with
- * their own prefixes, parameters and the usual verbs, as a large back office would
- * declare them; all point at the mock.
+ * An upstreams file with `routes` routes in all (10 or 1000): GET /users and its
+ * neighbours on the static upstream, GET /mock/users on upstream-mock, and beyond
+ * those, routes spread over upstreams of 50 routes each, with their own prefixes,
+ * parameters and the usual verbs, as a large back office would declare them (they
+ * point at the static upstream and are never called).
  */
-export function upstreamsDocument (target: string, routes: number): object {
-  const first = { name: 'backoffice', target, keyCase: 'snake', routes: [...routesOf('users'), ...routesOf('tasks')].slice(0, Math.min(10, routes)) }
-  const upstreams: object[] = [first]
-  let remaining = routes - first.routes.length
+export function upstreamsDocument (targets: { static: string, mock: string }, routes: number): object {
+  const mock = { name: 'realistic', target: targets.mock, prefix: MOCK_PREFIX, keyCase: 'snake', routes: [routesOf('users')[0] as Route] }
+  const first = { name: 'backoffice', target: targets.static, keyCase: 'snake', routes: [...routesOf('users'), ...routesOf('tasks')].slice(0, Math.min(9, routes - 1)) }
+  const upstreams: object[] = [first, mock]
+  let remaining = routes - first.routes.length - mock.routes.length
   for (let u = 1; remaining > 0; u++) {
-    const own: Array<{ method: string, path: string, permission: string }> = []
+    const own: Route[] = []
     for (let r = 0; own.length < Math.min(50, remaining); r++) {
       own.push(...routesOf(RESOURCES[r % RESOURCES.length] as string, `/v${Math.floor(r / RESOURCES.length) + 1}`))
     }
     const taken = own.slice(0, Math.min(50, remaining))
-    upstreams.push({ name: `service-${u}`, target, prefix: `/service-${u}`, keyCase: 'snake', routes: taken })
+    upstreams.push({ name: `service-${u}`, target: targets.static, prefix: `/service-${u}`, keyCase: 'snake', routes: taken })
     remaining -= taken.length
   }
   return { upstreams }
 }
 
-export async function writeUpstreamsFile (file: string, target: string, routes: number): Promise<string> {
-  await writeFile(file, JSON.stringify(upstreamsDocument(target, routes), null, 2))
+export async function writeUpstreamsFile (file: string, targets: { static: string, mock: string }, routes: number): Promise<string> {
+  await writeFile(file, JSON.stringify(upstreamsDocument(targets, routes), null, 2))
   return file
 }

@@ -1,6 +1,6 @@
 import type { LoadRun } from '../report/types.js'
 
-/** What one load run sends; the worker process runs it with autocannon. */
+/** What one load run sends; wrk runs it when it can (load/wrk.ts), else the autocannon worker process. */
 export interface LoadJob {
   url: string
   method: 'GET' | 'POST'
@@ -22,6 +22,11 @@ export interface LoadJob {
    * next. At least one per connection.
    */
   refreshTokens?: TokenSet[]
+  /**
+   * Run by autocannon even when wrk is there: the scenario reads the answers by status
+   * code (wrk counts only "≥ 400"), or compares this job with one only autocannon runs.
+   */
+  autocannonOnly?: boolean
 }
 
 export interface TokenSet { access_token: string, refresh_token: string }

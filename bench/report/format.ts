@@ -45,6 +45,9 @@ export function formatSignedMs (value: number): string {
   return unsigned ? text : `+${text}`
 }
 
+/** CPU time per request in µs, e.g. `151`. */
+export const formatMicros = (value: number): string => formatNumber(value, 0)
+
 /** Throughput of bytes, e.g. `412.3`. */
 export const formatMBps = (value: number): string => formatNumber(value, 1)
 

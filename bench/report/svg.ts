@@ -1,9 +1,11 @@
-import type { BenchResult, ScenarioResult, VariantResult } from './types.js'
-import { describeLoad, describeMachine, formatMs, formatNumber, formatRate, utcDate } from './format.js'
+import { MIN_HEADROOM, type BenchResult, type ScenarioResult, type VariantResult } from './types.js'
+import { describeLoad, describeMachine, formatMicros, formatMs, formatNumber, formatRate, formatRatio, utcDate } from './format.js'
 
 /**
- * The SVG chart of one bench run: median throughput (top panel) and median p99
- * (bottom panel) per scenario, one horizontal bar per variant, coloured by role.
+ * The SVG chart of one bench run: median throughput, median p99 and median proxy CPU
+ * per request (one panel each) per scenario, the realistic-upstream ones last, one
+ * horizontal bar per variant, coloured by role. A scenario not judged for want of
+ * headroom says so in its title.
  *
  * Self-contained (no fonts, scripts, styles or images from elsewhere), drawn on a white
  * background so it stays readable on a dark page, and deterministic: coordinates are
@@ -43,7 +45,7 @@ const ROLE_COLOURS: Record<Role, string> = {
 const ROLE_ORDER: Role[] = ['candidate', 'baseline', 'reference']
 
 interface Panel {
-  id: 'throughput' | 'p99'
+  id: 'throughput' | 'p99' | 'cpu'
   title: string
   axisLabel: string
   value: (variant: VariantResult) => number
@@ -126,7 +128,7 @@ function renderPanel (panel: Panel, scenarios: ScenarioResult[], top: number, ro
 
   let y = groupsTop
   for (const scenario of scenarios) {
-    parts.push(textElement(MARGIN, y + 15, fit(plain(scenario.title), WIDTH - 2 * MARGIN, 13), 'font-size="13" font-weight="600"'))
+    parts.push(textElement(MARGIN, y + 15, fit(groupTitle(scenario), WIDTH - 2 * MARGIN, 13), 'font-size="13" font-weight="600"'))
     y += GROUP_TITLE_HEIGHT
     // grid behind this group's bars only, so no line runs through a scenario title
     const gridBottom = scenario === scenarios.at(-1) ? axisY : y + scenario.variants.length * (BAR_HEIGHT + BAR_GAP)
@@ -154,6 +156,13 @@ function renderPanel (panel: Panel, scenarios: ScenarioResult[], top: number, ro
   return { svg: parts.join('\n'), height: PANEL_TITLE_HEIGHT + groupsHeight + AXIS_HEIGHT }
 }
 
+/** The scenario's title, and why it is not judged when its headroom is too small. */
+function groupTitle (scenario: ScenarioResult): string {
+  const title = plain(scenario.title)
+  if (scenario.valid || scenario.headroom === null) return title
+  return `${title} (invalid: headroom ${formatRatio(scenario.headroom)} × < ${MIN_HEADROOM} ×)`
+}
+
 function renderLegend (roles: Role[], top: number): string {
   const parts = ['<g data-legend="roles">']
   let x = MARGIN
@@ -168,7 +177,15 @@ function renderLegend (roles: Role[], top: number): string {
 
 const PANELS: Panel[] = [
   { id: 'throughput', title: 'Throughput, requests per second (higher is better)', axisLabel: 'requests per second', value: (variant) => variant.median.requestsPerSecond, format: formatRate, unit: 'req/s' },
-  { id: 'p99', title: 'Latency, p99 in milliseconds (lower is better)', axisLabel: 'p99 latency, ms', value: (variant) => variant.median.p99Ms, format: formatMs, unit: 'ms' }
+  { id: 'p99', title: 'Latency, p99 in milliseconds (lower is better)', axisLabel: 'p99 latency, ms', value: (variant) => variant.median.p99Ms, format: formatMs, unit: 'ms' },
+  {
+    id: 'cpu',
+    title: 'Proxy CPU per request, µs (lower is better)',
+    axisLabel: 'proxy CPU µs per request',
+    value: (variant) => variant.median.proxyCpuMicrosPerRequest ?? Number.NaN,
+    format: formatMicros,
+    unit: 'µs/req'
+  }
 ]
 
 /** The chart of `result` as a standalone SVG document; ends with a newline. */
@@ -179,19 +196,20 @@ export function renderSvg (result: BenchResult): string {
     textElement(MARGIN, 48, fit(describeMachine(result.machine), WIDTH - 2 * MARGIN, 12), `font-size="12" fill="${MUTED_COLOUR}"`),
     textElement(MARGIN, 64, fit(describeLoad(result.settings), WIDTH - 2 * MARGIN, 12), `font-size="12" fill="${MUTED_COLOUR}"`)
   ]
-  const roles = ROLE_ORDER.filter((role) => result.scenarios.some((scenario) => scenario.variants.some((variant) => variant.role === role)))
+  const scenarios = [...result.scenarios, ...result.realistic]
+  const roles = ROLE_ORDER.filter((role) => scenarios.some((scenario) => scenario.variants.some((variant) => variant.role === role)))
   let top = 76
   const body: string[] = []
   if (roles.length > 0) {
     body.push(renderLegend(roles, top))
     top += 24
   }
-  if (result.scenarios.length === 0) {
+  if (scenarios.length === 0) {
     body.push(textElement(MARGIN, top + 20, 'No load scenario ran.', `font-size="14" fill="${TEXT_COLOUR}"`))
     top += 40
   } else {
     for (const panel of PANELS) {
-      const rendered = renderPanel(panel, result.scenarios, top, result.settings.rounds)
+      const rendered = renderPanel(panel, scenarios, top, result.settings.rounds)
       body.push(rendered.svg)
       top += rendered.height + 12
     }
@@ -200,7 +218,7 @@ export function renderSvg (result: BenchResult): string {
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" ` +
       `role="img" aria-labelledby="chart-title" font-family="${escapeXml(FONT_FAMILY)}" fill="${TEXT_COLOUR}">`,
-    `<title id="chart-title">${escapeXml(`${heading}: throughput and p99 per scenario`)}</title>`,
+    `<title id="chart-title">${escapeXml(`${heading}: throughput, p99 and proxy CPU per scenario`)}</title>`,
     `<rect x="0" y="0" width="${WIDTH}" height="${height}" fill="#ffffff"/>`,
     ...header,
     ...body,

@@ -3,7 +3,7 @@
  * chart and the README summary are drawn from. One file per run; nothing else is read.
  */
 
-/** One load run of one variant (autocannon summary, reduced). */
+/** One load run of one variant (wrk's or autocannon's summary, reduced). */
 export interface LoadRun {
   requestsPerSecond: number
   p50Ms: number
@@ -13,9 +13,9 @@ export interface LoadRun {
   errors: number
   timeouts: number
   /**
-   * CPU time the proxy process (bare proxy or gateway) spent per answered request, in
-   * µs, from /proc: a cost the machine's noise moves much less than throughput.
-   * Absent where no such process is measured (direct, nginx).
+   * CPU time the proxy (node floor, bare proxy, nginx, gateway: the process and its
+   * descendants) spent per answered request, in µs, from /proc: a cost the machine's
+   * noise moves much less than throughput. Absent where no proxy runs (direct).
    */
   proxyCpuMicrosPerRequest?: number
 }
@@ -30,7 +30,19 @@ export interface VariantResult {
   rounds: LoadRun[]
   /** Median of each field over the rounds. */
   median: LoadRun
+  /**
+   * Median over the rounds of this variant's req/s ÷ the node floor's in the same
+   * round, when the node floor ran in the same rotation: how close to what a Node
+   * proxy can do on this machine at all.
+   */
+  floorRatio?: number
 }
+
+/**
+ * Least direct ÷ bare-proxy throughput for a scenario's figures to be judged: below
+ * it, the upstream or the load generator, not the proxies, sets the pace.
+ */
+export const MIN_HEADROOM = 3
 
 export interface Target {
   /** The target as stated, e.g. "≥ 0.90 × bare proxy; p99 ≤ bare p99 + 1 ms". */
@@ -41,6 +53,8 @@ export interface Target {
   minThroughputRatio?: number
   /** Largest p99 excess over `against`, in ms; absent: not a target. */
   maxP99ExcessMs?: number
+  /** Largest CPU µs per request ratio candidate / against; absent: not a target. */
+  maxCpuRatio?: number
 }
 
 export interface ScenarioResult {
@@ -56,7 +70,13 @@ export interface ScenarioResult {
   throughputRatio: number
   /** Median over the rounds of candidate p99 - against p99, in ms. */
   p99ExcessMs: number
-  /** null: the scenario reports numbers without a pass/fail target. */
+  /** Median over the rounds of candidate CPU µs/request ÷ against's; NaN where either has no proxy CPU. */
+  cpuRatio: number
+  /** Median over the rounds of direct req/s ÷ bare-proxy req/s; null when the scenario ran neither. */
+  headroom: number | null
+  /** false: headroom below MIN_HEADROOM, the figures say nothing about the proxies and are not judged. */
+  valid: boolean
+  /** null: reported without a pass/fail target, or not judged (invalid). */
   met: boolean | null
   notes: string[]
 }
@@ -106,7 +126,7 @@ export interface MemoryResult {
   warmupRssMiB: number
   finalRssMiB: number
   peakRssMiB: number
-  /** final / warm-up; target ≤ 1.5. */
+  /** final / warm-up; target ≤ 1.2. */
   ratio: number
   met: boolean
 }
@@ -128,15 +148,20 @@ export interface BenchSettings {
   connections: number
   keysInIdentity: number
   distinctKeysInTraffic: number
+  /** What sent the throughput scenarios' load, e.g. "wrk 4.1.0, 1 thread" or "autocannon". */
+  loadGenerator: string
 }
 
 export interface BenchResult {
-  version: 1
+  version: 2
   startedAt: string
   finishedAt: string
   machine: MachineInfo
   settings: BenchSettings
+  /** Against the static upstream: the proxies are the bottleneck, the targets are judged. */
   scenarios: ScenarioResult[]
+  /** Against upstream-mock, which builds every page: what a client would see, reported without targets. */
+  realistic: ScenarioResult[]
   micro: MicroResult[]
   flood: FloodResult | null
   identity: IdentityRates | null

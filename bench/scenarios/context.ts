@@ -2,8 +2,8 @@ import { request } from 'undici'
 import type { LoadDriver } from '../load/driver.js'
 import type { TokenSet } from '../load/job.js'
 import type { RoundOptions } from '../rounds.js'
-import { median } from '../rounds.js'
-import type { LoadRun, ScenarioResult, Target, VariantResult } from '../report/types.js'
+import { pairedMedian } from '../rounds.js'
+import { MIN_HEADROOM, type LoadRun, type ScenarioResult, type Target, type VariantResult } from '../report/types.js'
 import type { Stack } from '../stack.js'
 
 /** What every scenario gets from the orchestrator. */
@@ -37,19 +37,36 @@ function variant (variants: VariantResult[], id: string): VariantResult {
   return found
 }
 
-/** A scenario's verdict: the candidate's medians against the target's reference. */
+/** Ids of the variants the headroom check compares: the upstream called directly, and the bare proxy in front of it. */
+export const DIRECT_ID = 'direct'
+export const BARE_ID = 'bare'
+export const FLOOR_ID = 'floor'
+
+/**
+ * A scenario's verdict: the candidate's medians against the target's reference, each
+ * a median of per-round comparisons (rounds.ts pairedMedian). Not judged when direct
+ * ran at less than MIN_HEADROOM × the bare proxy: then the upstream or the load
+ * generator, not the proxies, set the pace, and every proxy looks alike.
+ */
 export function judge (input: { id: string, title: string, request: string, variants: VariantResult[], candidate: string, target: Target, notes?: string[] }): ScenarioResult {
   const candidate = variant(input.variants, input.candidate).rounds
   const against = variant(input.variants, input.target.against).rounds
-  // Paired by round: both sides of a round ran back to back, so a machine that drifts
-  // during the scenario moves both; the median of the per-round comparisons is not
-  // fooled by the drift the way a ratio of two separate medians is.
-  const paired = (of: (c: LoadRun, a: LoadRun) => number): number => median(candidate.map((run, i) => of(run, against[i] as LoadRun)))
+  const paired = (of: (c: LoadRun, a: LoadRun) => number): number => pairedMedian(candidate, against, of)
   const throughputRatio = paired((c, a) => c.requestsPerSecond / a.requestsPerSecond)
   const p99ExcessMs = paired((c, a) => c.p99Ms - a.p99Ms)
+  const cpuRatio = paired((c, a) => (c.proxyCpuMicrosPerRequest ?? NaN) / (a.proxyCpuMicrosPerRequest ?? NaN))
+  const direct = input.variants.find((v) => v.id === DIRECT_ID)
+  const bare = input.variants.find((v) => v.id === BARE_ID)
+  const headroom = direct !== undefined && bare !== undefined
+    ? pairedMedian(direct.rounds, bare.rounds, (d, b) => d.requestsPerSecond / b.requestsPerSecond)
+    : null
+  const valid = headroom === null || headroom >= MIN_HEADROOM
   const checks: boolean[] = []
-  if (input.target.minThroughputRatio !== undefined) checks.push(throughputRatio >= input.target.minThroughputRatio)
-  if (input.target.maxP99ExcessMs !== undefined) checks.push(p99ExcessMs <= input.target.maxP99ExcessMs)
+  const { minThroughputRatio, maxP99ExcessMs, maxCpuRatio } = input.target
+  if (minThroughputRatio !== undefined) checks.push(throughputRatio >= minThroughputRatio)
+  if (maxP99ExcessMs !== undefined) checks.push(p99ExcessMs <= maxP99ExcessMs)
+  // NaN (no CPU figure) fails the check rather than passing it.
+  if (maxCpuRatio !== undefined) checks.push(cpuRatio <= maxCpuRatio)
   return {
     id: input.id,
     title: input.title,
@@ -59,7 +76,10 @@ export function judge (input: { id: string, title: string, request: string, vari
     target: input.target,
     throughputRatio,
     p99ExcessMs,
-    met: checks.length === 0 ? null : checks.every(Boolean),
+    cpuRatio,
+    headroom,
+    valid,
+    met: checks.length === 0 || !valid ? null : checks.every(Boolean),
     notes: input.notes ?? []
   }
 }

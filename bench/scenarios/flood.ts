@@ -3,7 +3,7 @@ import { scrape, sumOf } from '../processes/prometheus.js'
 import { median } from '../rounds.js'
 import type { FloodResult } from '../report/types.js'
 import { unknownKeys, wrongSecretsFor } from '../seed.js'
-import { BENCH_PATH } from '../upstreams.js'
+import { staticUsersPath } from '../upstreams.js'
 import type { BenchContext } from './context.js'
 
 interface IdentityCounters { verifications: number, argon2: number, cpuSeconds: number }
@@ -34,7 +34,7 @@ export async function flood (ctx: BenchContext, sizes: { unknown: number, wrongS
     const before = await counters()
     const startedAt = process.hrtime.bigint()
     const outcome = await ctx.driver.run({
-      url: stack.gateway.url + BENCH_PATH, method: 'GET', headers: {}, connections: ctx.connections, durationSeconds: seconds, rotateHeader: { name: 'x-api-key', values: keys }
+      url: stack.gateway.url + staticUsersPath(), method: 'GET', headers: {}, connections: ctx.connections, durationSeconds: seconds, rotateHeader: { name: 'x-api-key', values: keys }, autocannonOnly: true
     })
     const wall = Number(process.hrtime.bigint() - startedAt) / 1e9
     const after = await counters()

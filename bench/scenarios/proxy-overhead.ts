@@ -1,54 +1,62 @@
-import { alternate, type VariantSpec } from '../rounds.js'
+import { alternate, withFloorRatios, type VariantSpec } from '../rounds.js'
 import type { ScenarioResult } from '../report/types.js'
-import { BENCH_PATH } from '../upstreams.js'
-import { judge, login, type BenchContext } from './context.js'
+import { formatRatio } from '../report/format.js'
+import { BARE_ID, DIRECT_ID, FLOOR_ID, judge, login, type BenchContext } from './context.js'
+import { KEY_TARGET, apiKey, floorVariant, gatewayKeyVariant, headroomVariants, staticGet } from './static-variants.js'
+
+/** Not targets: where the API key run should end up, written beside its figures. */
+const MOONSHOT = { floor: 0.75, bare: 1 }
 
 /**
- * GET /users (a 50-user page) straight to the mock, through the bare proxy, nginx,
- * and the gateway with an API key, a Bearer token and camel inflection: one rotation,
- * so that the three gateway scenarios share the same bare-proxy rounds.
+ * GET /users (a 50-user page of 7 KB) from the static upstream: direct, through the
+ * node floor, the bare proxy, nginx, and the gateway with an API key, a Bearer token
+ * and camel inflection, in one rotation, so that every scenario of the three shares
+ * the same reference rounds.
  */
 export async function proxyOverhead (ctx: BenchContext): Promise<ScenarioResult[]> {
   const { stack, connections } = ctx
   const { nginx } = stack
-  const get = (base: string, headers: Record<string, string> = {}) => ({ url: base + BENCH_PATH, method: 'GET' as const, headers, connections, durationSeconds: 0 })
   const bearer = async (): Promise<Record<string, string>> => ({ authorization: `Bearer ${(await login(stack)).access_token}` })
   const specs: VariantSpec[] = [
-    { id: 'direct', label: 'direct to upstream', role: 'reference', job: () => get(stack.mock.url) },
-    { id: 'bare', label: 'bare proxy (Fastify + @fastify/http-proxy)', role: 'baseline', pid: stack.bare.pid, job: () => get(stack.bare.url) },
-    ...(nginx !== null ? [{ id: 'nginx', label: `${stack.nginxVersion ?? 'nginx'} proxy_pass`, role: 'reference' as const, job: () => get(nginx.url) }] : []),
-    { id: 'gateway-key', label: 'gateway, API key', role: 'candidate', pid: stack.gateway.pid, job: () => get(stack.gateway.url, { 'x-api-key': stack.accounts.apiKey }) },
-    { id: 'gateway-bearer', label: 'gateway, Bearer JWT', role: 'candidate', pid: stack.gateway.pid, job: async () => get(stack.gateway.url, await bearer()) },
-    { id: 'gateway-camel', label: 'gateway, API key + camel inflection', role: 'candidate', pid: stack.gateway.pid, job: () => get(stack.gateway.url, { 'x-api-key': stack.accounts.apiKey, 'x-api-inflection': 'camel' }) }
+    ...headroomVariants(ctx, '7k'),
+    floorVariant(ctx, '7k'),
+    ...(nginx !== null ? [{ id: 'nginx', label: `${stack.nginxVersion ?? 'nginx'} proxy_pass`, role: 'reference' as const, pid: nginx.pid, job: () => staticGet(ctx, nginx.url, '7k') }] : []),
+    gatewayKeyVariant(ctx, stack.gateway, '7k', 'gateway-key', 'gateway, API key'),
+    { id: 'gateway-bearer', label: 'gateway, Bearer JWT', role: 'candidate', pid: stack.gateway.pid, job: async () => staticGet(ctx, stack.gateway.url, '7k', await bearer()) },
+    { id: 'gateway-camel', label: 'gateway, API key + camel inflection', role: 'candidate', pid: stack.gateway.pid, job: () => staticGet(ctx, stack.gateway.url, '7k', { ...apiKey(ctx), 'x-api-inflection': 'camel' }) }
   ]
-  ctx.say(`GET ${BENCH_PATH} (50 users): ${specs.map((s) => s.id).join(', ')}`)
-  const variants = await alternate(ctx.driver, specs, ctx.rounds)
-  const pick = (...ids: string[]) => variants.filter((v) => ids.includes(v.id))
-  const request = `GET ${BENCH_PATH} (50-user page, ~10 KB), ${connections} connections`
+  ctx.say(`GET /users, 7 KB: ${specs.map((s) => s.id).join(', ')}`)
+  const variants = withFloorRatios(await alternate(ctx.driver, specs, ctx.rounds), FLOOR_ID)
+  const pick = (...ids: string[]) => variants.filter((v) => [DIRECT_ID, FLOOR_ID, BARE_ID, ...ids].includes(v.id))
+  const request = `GET /users?size=7k (50-user page, 7 KB) from the static upstream, ${connections} connections`
+  const key = judge({
+    id: 'api-key',
+    title: 'GET /users 7 KB, API key, warm cache',
+    request,
+    variants: pick('nginx', 'gateway-key'),
+    candidate: 'gateway-key',
+    target: KEY_TARGET
+  })
+  const floorRatio = variants.find((v) => v.id === 'gateway-key')?.floorRatio ?? NaN
+  key.notes.push(`Moonshot, not a target: ≥ ${formatRatio(MOONSHOT.floor)} × the node floor (this run ${formatRatio(floorRatio)}) and ≥ ${formatRatio(MOONSHOT.bare)} × the bare proxy (this run ${formatRatio(key.throughputRatio)}).`)
   return [
-    judge({
-      id: 'api-key',
-      title: 'GET /users, API key, warm cache',
-      request,
-      variants: pick('direct', 'bare', 'nginx', 'gateway-key'),
-      candidate: 'gateway-key',
-      target: { description: '≥ 0.90 × bare proxy; p99 ≤ bare p99 + 1 ms', against: 'bare', minThroughputRatio: 0.9, maxP99ExcessMs: 1 }
-    }),
+    key,
     judge({
       id: 'bearer',
-      title: 'GET /users, Bearer JWT',
+      title: 'GET /users 7 KB, Bearer JWT',
       request,
-      variants: pick('bare', 'gateway-bearer'),
+      variants: pick('gateway-bearer'),
       candidate: 'gateway-bearer',
-      target: { description: '≥ 0.85 × bare proxy', against: 'bare', minThroughputRatio: 0.85 }
+      target: KEY_TARGET
     }),
     judge({
       id: 'camel',
-      title: 'GET /users, camel inflection, 50 users',
+      title: 'GET /users 7 KB, camel inflection, 50 users',
       request,
-      variants: pick('bare', 'gateway-camel'),
+      variants: pick('gateway-camel'),
       candidate: 'gateway-camel',
-      target: { description: '≥ 0.75 × bare proxy', against: 'bare', minThroughputRatio: 0.75 }
+      target: { description: '≥ 0.80 × bare proxy', against: BARE_ID, minThroughputRatio: 0.8 },
+      notes: ['Its target belongs to later work on the inflection path: a miss here is expected for now.']
     })
   ]
 }

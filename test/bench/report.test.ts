@@ -2,8 +2,8 @@ import t from 'tap'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { BenchResult, ScenarioResult } from '../../bench/report/types.js'
-import { formatMBps, formatMs, formatNumber, formatRate, formatRatio, formatSignedMs } from '../../bench/report/format.js'
-import { MET_MARK, MISSED_MARK, NO_SCENARIOS, REPORTED_MARK, markdownInline, renderMainTable, renderMarkdown } from '../../bench/report/markdown.js'
+import { formatMBps, formatMicros, formatMs, formatNumber, formatRate, formatRatio, formatSignedMs } from '../../bench/report/format.js'
+import { INVALID_MARK, MET_MARK, MISSED_MARK, NO_SCENARIOS, REPORTED_MARK, markdownInline, renderMainTable, renderMarkdown, verdictMark } from '../../bench/report/markdown.js'
 import { renderSvg } from '../../bench/report/svg.js'
 import { README_END_MARKER, README_START_MARKER, renderReadmeSummary, replaceReadmeBlock } from '../../bench/report/summary.js'
 import { writeReports } from '../../bench/report/write.js'
@@ -33,8 +33,9 @@ function tableRows (markdown: string, heading: string): string[][] {
 }
 
 function expectedMark (scenario: ScenarioResult): string {
-  if (scenario.met === null) return REPORTED_MARK
-  return scenario.met ? MET_MARK : MISSED_MARK
+  if (scenario.target.minThroughputRatio === undefined) return REPORTED_MARK
+  if (!scenario.valid) return INVALID_MARK
+  return scenario.met === true ? MET_MARK : MISSED_MARK
 }
 
 t.test('happy: figures are written the same way everywhere', async (t) => {
@@ -59,59 +60,76 @@ t.test('happy: the Markdown report', async (t) => {
   t.match(markdown, '- **Machine:** AMD EPYC 7B13, 2 cores, 7.8 GiB RAM, Linux 6.1.0-18-cloud-amd64 (Debian 12), Node v20.20.2, Redis 7.0.15, nginx absent')
   t.match(markdown, '- **Settings:** 10 s × 3 rounds, 64 connections;')
   t.match(markdown, `- **Keys:** 100${NBSP}000 in identity, 20${NBSP}000 distinct in traffic`)
-  t.match(markdown, '![throughput and p99 per scenario](2026-03-02.svg)', 'the chart is embedded')
+  t.match(markdown, '- **Load generator:** wrk 4.1.0, 1 thread', 'the report names the load generator')
+  t.match(markdown, '![throughput, p99 and proxy CPU per scenario](2026-03-02.svg)', 'the chart is embedded')
   t.notMatch(renderMarkdown(fixtureResult), '![', 'no chart without a chart path')
 
   const rows = tableRows(markdown, '## Scenarios')
   t.equal(rows.length, fixtureResult.scenarios.length, 'one main-table row per scenario')
   fixtureResult.scenarios.forEach((scenario, index) => {
     const row = rows[index] as string[]
-    t.equal(row.length, 7, `${scenario.id}: seven cells`)
+    t.equal(row.length, 10, `${scenario.id}: ten cells`)
     t.equal(row[0], markdownInline(scenario.title), `${scenario.id}: title`)
     t.equal(row[3], formatRatio(scenario.throughputRatio), `${scenario.id}: ratio`)
-    t.equal(row[6], expectedMark(scenario), `${scenario.id}: met mark`)
+    t.equal(row[9], expectedMark(scenario), `${scenario.id}: met mark`)
+    t.equal(row[9], verdictMark(scenario), `${scenario.id}: the verdict the summary shares`)
   })
-  t.same(rows.map((row) => row[6]), [MET_MARK, MISSED_MARK, MET_MARK, MET_MARK, REPORTED_MARK], 'the JWT run misses, the health run is reported only')
+  t.same(rows.map((row) => row[9]), [MET_MARK, MISSED_MARK, MET_MARK, MET_MARK, REPORTED_MARK, INVALID_MARK],
+    'the JWT run misses, the health run is reported only, the 30 KB run is not judged (headroom under 3)')
   t.same(rows[0], [
     '`GET /users` with a valid API key, warm cache',
     `11${NBSP}132`,
     `12${NBSP}087`,
     '0.92',
-    'throughput ≥ 0.90 × bare proxy; p99 ≤ bare p99 + 1 ms',
+    '0.75',
+    '161 / 151 (1.07)',
     '10.41 / 9.80 (+0.61)',
+    '3.21',
+    'throughput ≥ 0.90 × bare proxy; CPU ≤ 1.15 × bare; p99 ≤ bare p99 + 1 ms',
     MET_MARK
-  ], 'a row in full: candidate and against medians, ratio, target, p99 pair with its excess')
+  ], 'a row in full: candidate and against medians, ratio, ratio to the node floor, CPU pair with its ratio, p99 pair with its excess, headroom, target')
+  t.same((rows[5] as string[]).slice(7), ['2.22 ⚠', '≥ 0.90 × bare proxy', INVALID_MARK], 'too little headroom: flagged, and the scenario is marked invalid rather than judged')
+  t.equal((rows[2] as string[])[4], '—', 'no node floor in the rotation: no ratio to it')
   t.equal((rows[3] as string[])[2], `11${NBSP}161`, 'the baseline column follows the target’s `against`, not the bare proxy')
 
+  const realistic = tableRows(markdown, '## Realistic upstream')
+  t.equal(realistic.length, 1, 'the realistic-upstream scenarios have a table of their own')
+  t.equal(realistic[0]?.[0], 'upstream-mock `GET /users`, API key')
+  t.equal(realistic[0]?.[9], REPORTED_MARK, 'reported, not judged')
+  t.ok(markdown.indexOf('## Realistic upstream') > markdown.indexOf('## Scenarios'), 'after the judged scenarios')
+
   const variants = tableRows(markdown, '## Every variant')
-  const variantCount = fixtureResult.scenarios.reduce((count, scenario) => count + scenario.variants.length, 0)
-  t.equal(variants.length, variantCount, 'one detail row per variant of every scenario')
-  t.ok(variants.some((row) => row[1] === 'direct to upstream-mock (`direct`)' && row[2] === 'reference'), 'the direct reference is listed')
+  const variantCount = [...fixtureResult.scenarios, ...fixtureResult.realistic].reduce((count, scenario) => count + scenario.variants.length, 0)
+  t.equal(variants.length, variantCount, 'one detail row per variant of every scenario, realistic ones included')
+  t.ok(variants.some((row) => row[1] === 'direct to the static upstream (`direct`)' && row[2] === 'reference'), 'the direct reference is listed')
   t.same(variants[0], [
     '`GET /users` with a valid API key, warm cache',
-    'direct to upstream-mock (`direct`)',
+    'direct to the static upstream (`direct`)',
     'reference',
-    `24${NBSP}810`,
-    `24${NBSP}655–25${NBSP}120`,
-    '2.31',
-    '4.12',
+    `38${NBSP}810`,
+    `38${NBSP}655–39${NBSP}120`,
+    '1.31',
+    '3.12',
     '0',
     '0',
     '0',
-    '—'
-  ], 'a detail row: median req/s, the rounds’ range, p50, p99, non-2xx, errors, timeouts, no proxy CPU for direct')
+    '—',
+    '2.56'
+  ], 'a detail row: median req/s, the rounds’ range, p50, p99, non-2xx, errors, timeouts, no proxy CPU for direct, its ratio to the node floor')
   const bare = variants.find((row) => row[1]?.includes('(`bare`)') === true)
-  t.equal(bare?.at(-1), '151', 'a proxy’s row has its median CPU µs per request')
+  t.equal(bare?.at(-2), '151', 'a proxy’s row has its median CPU µs per request')
+  t.equal(bare?.at(-1), '0.80', 'and its ratio to the node floor of the same rotation')
 
   const notes = markdown.slice(markdown.indexOf('## Notes'))
   t.ok(markdown.indexOf('## Notes') > markdown.indexOf('## Every variant'), 'notes come under the tables')
   t.match(notes, '- `GET /users` with a Bearer JWT: ES256 verification dominates the profile')
+  t.match(notes, '- ⚠ `GET /users` 30 KB, API key: not judged: direct ran at 2.22 × the bare proxy, less than 3 ×', 'an invalid scenario says why')
   t.match(notes, '- ⚠ `GET /users` with `x-api-inflection: camel` on a 50-user page: gateway, camel inflection saw 3 non-2xx, 0 errors, 0 timeouts over 3 rounds',
     'a variant that saw non-2xx answers is flagged')
 
   t.same(tableRows(markdown, '## Invalid-key flood'), [['0', '41.3', '12.8', '333.3', '0.64', 'argon2 verifications/s never more than the negative cache allows', MET_MARK]])
   t.same(tableRows(markdown, '## Login and refresh'), [['38.4', `1${NBSP}912.7`, '49.81', 'refreshes/s ≥ 20 × logins/s', MET_MARK]])
-  t.same(tableRows(markdown, '## Gateway memory'), [['96.4', '108.9', '131.2', '1.13', 'final RSS ≤ 1.5 × warm-up RSS', MET_MARK]])
+  t.same(tableRows(markdown, '## Gateway memory'), [['96.4', '108.9', '131.2', '1.13', 'final RSS ≤ 1.2 × warm-up RSS', MET_MARK]])
   const micro = tableRows(markdown, '## Inflection micro-benchmark')
   t.equal(micro.length, fixtureResult.micro.length, 'one micro row per size and style')
   t.same(micro[5], ['10 MB', 'dash', '151.2', '99.8', '1.34', MISSED_MARK])
@@ -121,7 +139,7 @@ t.test('happy: the Markdown report', async (t) => {
 
 t.test('happy: sections without data are left out', async (t) => {
   const markdown = renderMarkdown(withoutSections(fixtureResult))
-  for (const heading of ['## Invalid-key flood', '## Login and refresh', '## Gateway memory', '## Inflection micro-benchmark', '## Skipped']) {
+  for (const heading of ['## Realistic upstream', '## Invalid-key flood', '## Login and refresh', '## Gateway memory', '## Inflection micro-benchmark', '## Skipped']) {
     t.notMatch(markdown, heading, `${heading} is omitted`)
   }
   t.match(markdown, '## Scenarios', 'the scenarios stay')
@@ -159,18 +177,22 @@ t.test('happy: the SVG chart', async (t) => {
   t.match(svg, /^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg" width="900" /, 'an SVG document 900 px wide')
   t.equal(svg, renderSvg(structuredClone(fixtureResult)), 'deterministic')
 
-  const expected = fixtureResult.scenarios.flatMap((scenario) => scenario.variants.map((variant) => `${scenario.id}/${variant.id}`))
-  for (const panel of ['throughput', 'p99']) {
+  const expected = [...fixtureResult.scenarios, ...fixtureResult.realistic].flatMap((scenario) => scenario.variants.map((variant) => `${scenario.id}/${variant.id}`))
+  for (const panel of ['throughput', 'p99', 'cpu']) {
     const bars = [...svg.matchAll(new RegExp(`<rect class="bar" data-panel="${panel}" data-scenario="([^"]*)" data-variant="([^"]*)"`, 'g'))]
       .map((match) => `${match[1]}/${match[2]}`)
     t.same(bars, expected, `${panel}: one bar per variant of every scenario`)
   }
   t.match(svg, `>${formatRate(11_132)}</text>`, 'throughput values are printed on the bars')
   t.match(svg, `>${formatMs(10.41)}</text>`, 'p99 values are printed on the bars')
+  t.match(svg, `>${formatMicros(161)}</text>`, 'CPU µs per request values are printed on the bars')
+  t.match(svg, /<rect class="bar" data-panel="cpu" data-scenario="api-key" data-variant="direct" x="270" y="[\d.]+" width="0"/, 'direct, which runs no proxy, has an empty CPU bar')
+  t.match(svg, 'GET /users 30 KB, API key (invalid: headroom 2.22 × &lt; 3 ×)', 'an invalid scenario says so in its title')
   t.match(svg, '<g data-legend="roles">', 'a legend')
   for (const role of ['candidate', 'baseline', 'reference']) t.match(svg, `>${role}</text>`, `the legend names ${role}`)
   t.match(svg, 'requests per second (median of 3 rounds)', 'throughput axis label')
   t.match(svg, 'p99 latency, ms (median of 3 rounds)', 'p99 axis label')
+  t.match(svg, 'proxy CPU µs per request (median of 3 rounds)', 'CPU axis label')
   t.notMatch(svg, /href|<script|@import|url\(|<style/, 'nothing is loaded from elsewhere')
 })
 
@@ -191,7 +213,7 @@ t.test('happy: the README summary and its block', async (t) => {
   const block = renderReadmeSummary(fixtureResult, { markdown: 'bench/results/latest.md', chart: 'bench/results/latest.svg' })
   t.match(block, /^Last run: 2026-03-02, full run \(10 s × 3 rounds, 64 connections\) on AMD EPYC 7B13, 2 cores, .*nginx absent\.\n/, 'one sentence: date, mode, machine')
   t.ok(block.includes(`\n\n${renderMainTable(fixtureResult)}\n\n`), 'the main table, as the report has it')
-  t.match(block, 'Other targets: invalid-key flood ✅ · refreshes ≥ 20 × logins ✅ (49.81) · memory, final ≤ 1.5 × warm-up ✅ (1.13) · inflection micro ≤ 1.3 × ❌ (5 of 6 sizes and styles).')
+  t.match(block, 'Other targets: invalid-key flood ✅ · refreshes ≥ 20 × logins ✅ (49.81) · memory, final ≤ 1.2 × warm-up ✅ (1.13) · inflection micro ≤ 1.3 × ❌ (5 of 6 sizes and styles).')
   t.match(block, 'Full report: [bench/results/latest.md](bench/results/latest.md) · chart: [bench/results/latest.svg](bench/results/latest.svg)')
   t.notMatch(renderReadmeSummary(withoutSections(fixtureResult), { markdown: 'a.md', chart: 'a.svg' }), 'Other targets', 'no line for targets that did not run')
 

@@ -27,7 +27,8 @@ t.test('npm run bench -- --quick runs every scenario and writes the reports', as
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
   t.equal(code, 0, `bench exits 0\n${output.slice(-3000)}`)
 
-  for (const step of ['[1/6] gateways warm-up', '[2/6] many routes', '[3/6] proxy overhead', '[4/6] many keys', '[5/6] invalid-key flood', '[6/6] logins and refreshes', 'inflection micro-benchmark']) {
+  for (const step of ['[1/9] gateways warm-up', '[2/9] many routes', '[3/9] gateway workers', '[4/9] proxy overhead, 7 KB', '[5/9] body sizes, 1 KB and 30 KB',
+    '[6/9] many keys', '[7/9] realistic upstream', '[8/9] invalid-key flood', '[9/9] logins and refreshes', 'inflection micro-benchmark']) {
     t.match(output, step, `progress names "${step}"`)
   }
 
@@ -38,18 +39,34 @@ t.test('npm run bench -- --quick runs every scenario and writes the reports', as
   t.ok(files.some((f) => f.endsWith('.svg')), 'an SVG chart is written')
   const result = JSON.parse(await readFile(join(out, json as string), 'utf8')) as BenchResult
 
-  t.same(result.scenarios.map((s) => s.id), ['api-key', 'bearer', 'camel', 'many-keys', 'many-routes'], 'every throughput scenario is reported')
-  for (const scenario of result.scenarios) {
+  t.same(result.scenarios.map((s) => s.id), ['api-key', 'bearer', 'camel', 'api-key-1k', 'api-key-30k', 'many-keys', 'many-routes', 'workers'],
+    'every throughput scenario against the static upstream is reported')
+  t.same(result.realistic.map((s) => s.id), ['realistic-api-key'], 'the realistic-upstream scenario is reported apart')
+  t.match(result.settings.loadGenerator, /^autocannon/, 'the report names the load generator (autocannon: --requests counts requests)')
+  for (const scenario of [...result.scenarios, ...result.realistic]) {
     for (const variant of scenario.variants) {
       t.equal(variant.rounds.length, 1, `${scenario.id}/${variant.id}: one recorded run per round`)
       t.ok(variant.median.requestsPerSecond > 0, `${scenario.id}/${variant.id}: requests were answered`)
       t.equal(variant.median.non2xx, 0, `${scenario.id}/${variant.id}: every answer was 2xx`)
+      if (variant.id !== 'direct') {
+        t.ok((variant.median.proxyCpuMicrosPerRequest ?? -1) >= 0, `${scenario.id}/${variant.id}: the proxy's CPU per request is measured`)
+      }
     }
     t.ok(Number.isFinite(scenario.throughputRatio), `${scenario.id}: a ratio is computed`)
-    t.equal(typeof scenario.met, 'boolean', `${scenario.id}: judged against its target`)
+    t.ok(scenario.headroom !== null && Number.isFinite(scenario.headroom), `${scenario.id}: direct ÷ bare is measured in its own rounds`)
+    t.equal(scenario.valid, (scenario.headroom ?? 0) >= 3, `${scenario.id}: valid exactly when the headroom is at least 3`)
   }
+  for (const id of ['api-key', 'bearer', 'camel', 'api-key-1k', 'api-key-30k', 'many-keys', 'many-routes']) {
+    const scenario = result.scenarios.find((s) => s.id === id)
+    t.equal(scenario?.met === null, scenario?.valid === false, `${id}: judged against its target unless invalid`)
+  }
+  t.equal(result.scenarios.find((s) => s.id === 'workers')?.met, null, 'the workers scenario has no target')
+  t.equal(result.realistic[0]?.met, null, 'the realistic upstream is not judged')
   const api = result.scenarios.find((s) => s.id === 'api-key')
-  t.ok(api?.variants.some((v) => v.id === 'direct') && api.variants.some((v) => v.id === 'bare'), 'the direct and bare-proxy baselines ran')
+  for (const id of ['direct', 'floor', 'bare', 'gateway-key']) t.ok(api?.variants.some((v) => v.id === id), `the 7 KB rotation ran ${id}`)
+  t.ok(Number.isFinite(api?.variants.find((v) => v.id === 'gateway-key')?.floorRatio), 'the gateway\'s ratio to the node floor is computed')
+  t.ok(Number.isFinite(api?.cpuRatio), 'the gateway\'s CPU per request is compared with the bare proxy\'s')
+  t.match(api?.notes.join('\n'), /Moonshot, not a target: ≥ 0\.75 × the node floor/, 'the moonshot is a note, not a target')
   const nginxRan = api?.variants.some((v) => v.id === 'nginx') ?? false
   t.equal(nginxRan, result.skipped.every((line) => !line.startsWith('nginx')), 'nginx either ran or its absence is stated')
 

@@ -1,0 +1,50 @@
+import type { LoadJob } from '../load/job.js'
+import type { VariantSpec } from '../rounds.js'
+import type { Target } from '../report/types.js'
+import type { PageSize } from '../static-upstream/pages.js'
+import type { Service } from '../processes/service.js'
+import { staticUsersPath } from '../upstreams.js'
+import { BARE_ID, DIRECT_ID, FLOOR_ID, type BenchContext } from './context.js'
+
+/**
+ * The variants the throughput scenarios share, all calling `GET /users?size=…` on the
+ * static upstream (directly or through a proxy), and the targets they are judged by.
+ */
+
+export const PAGE_LABELS: Record<PageSize, string> = { '1k': '1 KB', '7k': '7 KB', '30k': '30 KB' }
+
+/** The API key target (7 KB), which the Bearer scenario shares. */
+export const KEY_TARGET: Target = {
+  description: '≥ 0.90 × bare proxy; CPU µs/request ≤ 1.15 × bare; p99 ≤ bare p99 + 1 ms',
+  against: BARE_ID,
+  minThroughputRatio: 0.9,
+  maxCpuRatio: 1.15,
+  maxP99ExcessMs: 1
+}
+
+export function staticGet (ctx: BenchContext, base: string, size: PageSize, headers: Record<string, string> = {}): LoadJob {
+  return { url: base + staticUsersPath(size), method: 'GET', headers, connections: ctx.connections, durationSeconds: 0 }
+}
+
+export function apiKey (ctx: BenchContext): Record<string, string> {
+  return { 'x-api-key': ctx.stack.accounts.apiKey }
+}
+
+/** Direct to the static upstream and the bare proxy: the pair the headroom check compares. */
+export function headroomVariants (ctx: BenchContext, size: PageSize): VariantSpec[] {
+  const { stack } = ctx
+  return [
+    { id: DIRECT_ID, label: 'direct to the static upstream', role: 'reference', job: () => staticGet(ctx, stack.upstream.url, size) },
+    { id: BARE_ID, label: 'bare proxy (Fastify + @fastify/http-proxy)', role: 'baseline', pid: stack.bare.pid, job: () => staticGet(ctx, stack.bare.url, size) }
+  ]
+}
+
+export function floorVariant (ctx: BenchContext, size: PageSize): VariantSpec {
+  const { floor } = ctx.stack
+  return { id: FLOOR_ID, label: 'node floor (node:http + undici Pool)', role: 'reference', pid: floor.pid, job: () => staticGet(ctx, floor.url, size) }
+}
+
+/** A gateway with the bench's API key. */
+export function gatewayKeyVariant (ctx: BenchContext, gateway: Service, size: PageSize, id: string, label: string, role: VariantSpec['role'] = 'candidate'): VariantSpec {
+  return { id, label, role, pid: gateway.pid, job: () => staticGet(ctx, gateway.url, size, apiKey(ctx)) }
+}
