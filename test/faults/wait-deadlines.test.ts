@@ -25,6 +25,12 @@ import { startProcessStack } from '../helpers/process-stack.js'
  */
 
 const RESPONSE_MS = 1_500
+/**
+ * Principal A holds the pool through a second upstream entry on the same origin (so the
+ * same connection pool) with a longer responseMs: B's request must meet its own 1.5 s
+ * deadline while A's are still held, however late a loaded machine lets B start.
+ */
+const HELD_RESPONSE_MS = 6_000
 const IDENTITY_TIMEOUT_MS = 1_000
 /** Scheduling slack on a loaded 2-core machine; the queue alone would add a whole timeout per wave. */
 const MARGIN_MS = 1_000
@@ -72,7 +78,14 @@ t.test('queued waits keep their deadline', async (t) => {
         target: slow.url,
         prefix: '/slow-svc',
         timeouts: { connectMs: 1_000, responseMs: RESPONSE_MS },
-        routes: [{ method: 'GET', path: '/hold', permission: 'debug:read' }, { method: 'GET', path: '/fast', permission: 'debug:read' }]
+        routes: [{ method: 'GET', path: '/fast', permission: 'debug:read' }]
+      },
+      {
+        name: 'slow-held',
+        target: slow.url,
+        prefix: '/slow-held',
+        timeouts: { connectMs: 1_000, responseMs: HELD_RESPONSE_MS },
+        routes: [{ method: 'GET', path: '/hold', permission: 'debug:read' }]
       }
     ]
   }))
@@ -86,7 +99,7 @@ t.test('queued waits keep their deadline', async (t) => {
 
   await t.test('an upstream pool full of one principal\'s held requests: another\'s request is a 504 within responseMs, other upstreams unaffected', async (t) => {
     // More than two pools' worth: without a deadline from the start, the last of these waits three timeouts.
-    const flood = Array.from({ length: UPSTREAM_CONNECTIONS * 2 + 40 }, async () => await get('A, held', '/slow-svc/hold', a.key))
+    const flood = Array.from({ length: UPSTREAM_CONNECTIONS * 2 + 40 }, async () => await get('A, held', '/slow-held/hold', a.key))
     const saturated = await pollUntil(async () => slow.held() >= UPSTREAM_CONNECTIONS, { timeoutMs: 10_000, intervalMs: 20 })
     t.not(saturated, null, `the upstream holds ${slow.held()} requests of principal A: every pooled connection is busy`)
     const [queued, otherUpstream] = await Promise.all([
@@ -103,8 +116,8 @@ t.test('queued waits keep their deadline', async (t) => {
     // Hundreds of answers at once from a starved process: a wider margin, still far below the
     // three timeouts the last of them would wait without a deadline from the start.
     const slowest = latency(held).max
-    t.ok(slowest <= RESPONSE_MS + 2 * MARGIN_MS, `A's queued requests too: the slowest 504 after ${slowest} ms (${JSON.stringify(latency(held))})`)
-    t.ok(Math.min(...held.map((x) => x.ms)) >= RESPONSE_MS - 50, 'and none before responseMs')
+    t.ok(slowest <= HELD_RESPONSE_MS + 2 * MARGIN_MS, `A's queued requests too: the slowest 504 after ${slowest} ms (${JSON.stringify(latency(held))})`)
+    t.ok(Math.min(...held.map((x) => x.ms)) >= HELD_RESPONSE_MS - 50, 'and none before their responseMs')
     const after = await pollUntil(async () => (await get('B, after', '/slow-svc/fast', b.key)).status === 200, { timeoutMs: 10_000, intervalMs: 50 })
     t.not(after, null, 'once A\'s requests are gone, the same upstream answers B again')
   })
