@@ -23,6 +23,6 @@ export async function workers (ctx: BenchContext): Promise<ScenarioResult> {
     variants,
     candidate: 'workers-2',
     target: { description: 'reported (no target)', against: 'workers-1' },
-    notes: ['The load generator, the upstream and every worker share the machine\'s cores: a second worker helps only as far as a core is idle (on 2 cores, hardly). A gateway that does not know GATEWAY_WORKERS runs one process, and the two variants are then alike.']
+    notes: ['The load generator, the upstream and every worker share the machine\'s cores: a second worker helps only as far as a core is idle (on 2 cores, hardly).']
   })
 }
