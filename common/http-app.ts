@@ -1,4 +1,4 @@
-import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
+import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
@@ -11,7 +11,8 @@ import { ProblemSchema } from './problem-schema.js'
 import { queryStringProblem, searchOf } from './query-string.js'
 import { lazyRequestLoggerFactory } from './lazy-request-logger.js'
 import { installRequestLogging, loggerOptions } from './logger.js'
-import { bufferedBodyReader, closeIfBodyPending } from './request-body.js'
+import { bufferedBodyReader } from './request-body.js'
+import { installRequestEcho } from './request-echo.js'
 
 export interface HttpAppOptions {
   name: string
@@ -84,10 +85,9 @@ export function createHttpApp (options: HttpAppOptions) {
   // otherwise hold the shutdown open until the client's keep-alive timeout.
   let closing = false
   app.addHook('preClose', (done) => { closing = true; done() })
-  app.addHook('onSend', (request, reply, _payload, done) => {
-    reply.header('x-request-id', request.id)
+  installRequestEcho(app as unknown as FastifyInstance)
+  app.addHook('onSend', (_request, reply, _payload, done) => {
     if (closing) reply.header('connection', 'close')
-    closeIfBodyPending(request as unknown as FastifyRequest, reply as unknown as FastifyReply)
     done()
   })
   // A request that arrives while draining (on a connection already open) does no work: the client retries elsewhere.

@@ -148,13 +148,17 @@ export type BufferedBodyReader = (request: FastifyRequest, payload: Readable, li
  * case). A preParsing hook notes each request's response for that.
  */
 export function bufferedBodyReader (app: FastifyInstance): BufferedBodyReader {
-  app.addHook('preParsing', (request, reply, payload, done) => {
-    // A property, not a WeakMap entry: an entry per request would keep each request and
-    // its response alive through the garbage collector's minor cycles (ephemerons are
-    // settled only by a full collection), and a busy gateway would spend its time there.
-    (request as RequestWithResponse)[RESPONSE] = reply.raw
-    done(null, payload)
-  })
+  // Once per app tree: a plugin's reader inside a Portier app relies on the app's hook.
+  if (!app.hasDecorator(RESPONSE_NOTED)) {
+    app.decorate(RESPONSE_NOTED, true)
+    app.addHook('preParsing', (request, reply, payload, done) => {
+      // A property, not a WeakMap entry: an entry per request would keep each request and
+      // its response alive through the garbage collector's minor cycles (ephemerons are
+      // settled only by a full collection), and a busy gateway would spend its time there.
+      (request as RequestWithResponse)[RESPONSE] = reply.raw
+      done(null, payload)
+    })
+  }
   return async (request, payload, limitBytes, budget) => {
     const holding = budget.hold()
     const response = (request as RequestWithResponse)[RESPONSE]
@@ -171,6 +175,8 @@ export function bufferedBodyReader (app: FastifyInstance): BufferedBodyReader {
 
 /** Where the preParsing hook notes a request's response, for the body reader. */
 const RESPONSE = Symbol('portier.response')
+/** Set on an instance (and its children) once the hook is installed. */
+const RESPONSE_NOTED = 'portierResponseNoted'
 type RequestWithResponse = FastifyRequest & { [RESPONSE]?: ServerResponse }
 
 /**

@@ -6,7 +6,8 @@ import { createBodyBudget, type BodyBudget } from '../common/body-budget.js'
 import { ConfigError, validateConfig } from '../common/config.js'
 import { installAcceptCheck } from '../common/accept.js'
 import { CommonProblems, installProblemErrorHandler } from '../common/problem.js'
-import { bufferedBodyReader, closeIfBodyPending } from '../common/request-body.js'
+import { bufferedBodyReader } from '../common/request-body.js'
+import { installRequestEcho } from '../common/request-echo.js'
 import { documentationRoutes } from './docs/routes.js'
 import { observabilityRoutes } from './observability/routes.js'
 import { metricsRoute } from './observability/metrics-route.js'
@@ -127,14 +128,11 @@ async function trafficContext (app: FastifyInstance, { runtime, options }: { run
 
   installProblemErrorHandler(app)
 
+  // A host app that is not a Portier app gets these here; the standalone server has them already.
+  installRequestEcho(app)
+  installAcceptCheck(app)
   // Hooks on the path of every request take a callback: an async hook costs a promise
   // and a turn of the microtask queue per request, even when it has nothing to wait for.
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-request-id', request.id)
-    done()
-  })
-  // A host app that is not a Portier app gets the JSON-only Accept check here; the standalone server has it already.
-  installAcceptCheck(app)
   app.addHook('onRequest', (request, reply, done) => {
     let decision
     try {
@@ -169,8 +167,6 @@ async function trafficContext (app: FastifyInstance, { runtime, options }: { run
   app.addHook('onSend', (request, reply, payload, done) => {
     // Every JSON answer past the gate, proxied or gateway-made, can be inflected: say so to caches.
     if (request.portierGate !== null && isJsonContentType(reply.getHeader('content-type'))) addVary(reply, 'x-api-inflection')
-    // Refused before its body was read (no credential, no permission): the rest of the body is not received for nothing.
-    closeIfBodyPending(request, reply)
     done(null, payload)
   })
 
