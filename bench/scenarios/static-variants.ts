@@ -1,10 +1,10 @@
 import type { LoadJob } from '../load/job.js'
-import type { VariantSpec } from '../rounds.js'
-import type { Target } from '../report/types.js'
+import { alternate, type VariantSpec } from '../rounds.js'
+import type { ScenarioResult, Target } from '../report/types.js'
 import type { PageSize } from '../static-upstream/pages.js'
 import type { Service } from '../processes/service.js'
 import { staticUsersPath } from '../upstreams.js'
-import { BARE_ID, DIRECT_ID, FLOOR_ID, type BenchContext } from './context.js'
+import { BARE_ID, DIRECT_ID, FLOOR_ID, judge, type BenchContext } from './context.js'
 
 /**
  * The variants the throughput scenarios share, all calling `GET /users?size=…` on the
@@ -47,4 +47,30 @@ export function floorVariant (ctx: BenchContext, size: PageSize): VariantSpec {
 /** A gateway with the bench's API key. */
 export function gatewayKeyVariant (ctx: BenchContext, gateway: Service, size: PageSize, id: string, label: string, role: VariantSpec['role'] = 'candidate'): VariantSpec {
   return { id, label, role, pid: gateway.pid, job: () => staticGet(ctx, gateway.url, size, apiKey(ctx)) }
+}
+
+/** Two gateways, the same keyed 7 KB request through each, in one rotation with the headroom pair. */
+export async function compareGateways (ctx: BenchContext, scenario: {
+  id: string
+  title: string
+  baseline: { gateway: Service, id: string, label: string }
+  candidate: { gateway: Service, id: string, label: string }
+  target: Target
+  notes?: string[]
+}): Promise<ScenarioResult> {
+  const { baseline, candidate } = scenario
+  const variants = await alternate(ctx.driver, [
+    ...headroomVariants(ctx, '7k'),
+    gatewayKeyVariant(ctx, baseline.gateway, '7k', baseline.id, baseline.label, 'baseline'),
+    gatewayKeyVariant(ctx, candidate.gateway, '7k', candidate.id, candidate.label)
+  ], ctx.rounds)
+  return judge({
+    id: scenario.id,
+    title: scenario.title,
+    request: `GET ${staticUsersPath('7k')} from the static upstream, API key, ${ctx.connections} connections`,
+    variants,
+    candidate: candidate.id,
+    target: scenario.target,
+    ...(scenario.notes !== undefined ? { notes: scenario.notes } : {})
+  })
 }

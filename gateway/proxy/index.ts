@@ -130,6 +130,8 @@ export async function registerProxy (app: FastifyInstance, options: ProxyOptions
     upstreamFailed(reply.request, reply, error as { statusCode?: number, code?: string })
   }
 
+  const upstreamOrigin = (request: FastifyRequest): string => decisionOf(request).route.upstream.origin
+
   // What reply-from is told for every request to one upstream, built once per upstream
   // (a reload builds new upstream objects, so the cache follows the table in force).
   const fromOptionsByUpstream = new WeakMap<GateDecision['route']['upstream'], Record<string, unknown>>()
@@ -137,7 +139,7 @@ export async function registerProxy (app: FastifyInstance, options: ProxyOptions
     let fromOptions = fromOptionsByUpstream.get(upstream)
     if (fromOptions === undefined) {
       fromOptions = {
-        getUpstream: (request: FastifyRequest) => decisionOf(request).route.upstream.origin,
+        getUpstream: upstreamOrigin,
         // The query exactly as the client sent it (checked by the gate), never re-encoded.
         queryString: (_search: string, _url: string, request: FastifyRequest) => decisionOf(request).search.slice(1),
         timeout: upstream.timeouts.responseMs,
@@ -181,7 +183,8 @@ export async function registerProxy (app: FastifyInstance, options: ProxyOptions
     // A host app's own @fastify/swagger would list these catch-alls as operations; the
     // gateway documents its routes itself (gateway/docs/).
     config: { swaggerTransform: ({ url }: { url: string }) => ({ schema: { hide: true }, url }) },
-    replyOptions: { getUpstream: (request: FastifyRequest) => decisionOf(request).route.upstream.origin },
+    // http-proxy needs one without a fixed upstream; our handler passes its own options whole.
+    replyOptions: { getUpstream: upstreamOrigin },
     // Called with http-proxy's options for the request, which our own (per upstream) replace whole.
     handler: proxyHandler
   } as never)
