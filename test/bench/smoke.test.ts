@@ -64,6 +64,7 @@ t.test('npm run bench -- --quick runs every scenario and writes the reports', as
   t.equal(result.realistic[0]?.met, null, 'the realistic upstream is not judged')
   const api = result.scenarios.find((s) => s.id === 'api-key')
   for (const id of ['direct', 'floor', 'bare', 'gateway-key']) t.ok(api?.variants.some((v) => v.id === id), `the 7 KB rotation ran ${id}`)
+  t.equal(result.settings.connections, 50, '50 concurrent connections by default')
   t.ok(Number.isFinite(api?.variants.find((v) => v.id === 'gateway-key')?.floorRatio), 'the gateway\'s ratio to the node floor is computed')
   t.ok(Number.isFinite(api?.cpuRatio), 'the gateway\'s CPU per request is compared with the bare proxy\'s')
   t.match(api?.notes.join('\n'), /Moonshot, not a target: ≥ 0\.75 × the node floor/, 'the moonshot is a note, not a target')
