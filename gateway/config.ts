@@ -84,11 +84,12 @@ export const GatewayEnvSchema = Type.Object({
   // GATEWAY_BUFFERED_BODIES_MAX_BYTES among them: the same bounds as bufferedBodiesMaxBytes (common/listener-limits.ts).
   ...listenerEnvProperties('GATEWAY', 'the gateway'),
   GATEWAY_MAX_INFLECTION_DEPTH: fromOption('maxInflectionDepth', 'Deepest JSON nesting the gateway inflects.'),
-  GATEWAY_MAX_INFLECTED_RESPONSE_BYTES: fromOption('maxInflectedResponseBytes', 'Largest upstream JSON body the gateway inflects (16 MiB); larger is a 502.'),
+  GATEWAY_MAX_INFLECTED_RESPONSE_BYTES: Type.Optional(fromOption('maxInflectedResponseBytes', 'Largest upstream JSON body (decoded) the gateway inflects; larger is a 502, or a cut response once streaming. Unset: no limit.')),
+  GATEWAY_INFLECTED_RESPONSE_HOLD_BYTES: fromOption('inflectedResponseHoldBytes', 'An inflected upstream body up to this size (256 KiB) is held and sent whole, so invalid JSON is a 502; a larger one streams and invalid JSON cuts it.'),
   // A comma list here, a list in the options: read below, its names checked when the plugin registers.
   GATEWAY_ALLOWED_UNUSUAL_HEADERS: Type.Optional(Type.String({ description: 'Request header names with a character other than letters, digits and `-` (e.g. `x_legacy_id`) to forward anyway: a comma list of exact names. Unset: every such header is dropped.' })),
   GATEWAY_MAX_INFLECTED_REQUEST_MEMBERS: fromOption('maxInflectedRequestMembers', 'Most object members (all depths) of a request body the gateway inflects; more is a 400.'),
-  GATEWAY_MAX_INFLECTED_RESPONSE_MEMBERS: fromOption('maxInflectedResponseMembers', 'Most object members (all depths) of an upstream JSON body the gateway inflects; more is a 502.'),
+  GATEWAY_MAX_INFLECTED_RESPONSE_MEMBERS: Type.Optional(fromOption('maxInflectedResponseMembers', 'Most object members (all depths) of an upstream JSON body the gateway inflects; more is a 502, or a cut response once streaming. Unset: no limit.')),
   GATEWAY_TRUST_PROXY: Type.String({ default: 'false', description: 'Whose X-Forwarded-* to trust (load balancers in front): false, true, or a comma list of IPs/CIDRs.' }),
   GATEWAY_SHUTDOWN_GRACE_SECONDS: Type.Number({ minimum: 0, maximum: 300, default: 10, description: 'On SIGTERM, how long in-flight requests get to finish.' }),
   LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, { default: 'info', description: 'pino log level.' })

@@ -29,6 +29,8 @@ export const GatewayProblems = {
     'The JSON body is nested deeper than %s levels and cannot be inflected.'),
   bodyTooWide: defineProblem('body_too_wide', 400, 'JSON body has too many members',
     'The JSON body has more than %s object members and cannot be inflected.'),
+  duplicateMember: defineProblem('duplicate_member', 400, 'Duplicate member name',
+    'Two members of one object of the JSON body have the same name once converted to the upstream\'s key case.'),
   identityUnavailable: defineProblem('identity_unavailable', 503, 'Identity unavailable',
     'The API key cannot be verified right now; retry later.', { 'retry-after': '5' }),
   upstreamUnavailable: defineProblem('upstream_unavailable', 502, 'Upstream unavailable', 'The upstream service %s did not answer.'),
@@ -56,7 +58,7 @@ export const GatewayDetails = {
   repeatedHost: 'more than one Host header',
   /** upstreamBodyNotInflectable: why. */
   upstreamBodyTooLarge: (limitBytes: number) => `larger than ${limitBytes} bytes`,
-  upstreamBodyUndecodable: (encoding: string, limitBytes: number) => `its ${encoding} encoding does not decode within ${limitBytes} bytes`,
+  upstreamBodyUndecodable: (encoding: string) => `its ${encoding} encoding does not decode`,
   upstreamBodyNotJson: 'it is not valid JSON',
   upstreamBodyTooDeep: (maxDepth: number) => `it is nested deeper than ${maxDepth} levels`,
   upstreamBodyTooWide: (maxMembers: number) => `it has more than ${maxMembers} object members`

@@ -2,8 +2,7 @@ import { Type, type Static } from 'typebox'
 import { B64TOKEN_PATTERN } from '../common/credentials.js'
 import { DEFAULT_BUFFERED_BODIES_MAX_BYTES, MIN_BUFFERED_BODIES_MAX_BYTES } from '../common/listener-limits.js'
 import { parseRedisTarget, type RedisTarget } from '../common/redis-config.js'
-import { DEFAULT_MAX_DEPTH } from './inflection/transform.js'
-import { DEFAULT_MAX_INFLECTED_RESPONSE_MEMBERS } from './proxy/json-bodies.js'
+import { DEFAULT_MAX_DEPTH } from './inflection/limits.js'
 
 /** Largest request body of an upstream route unless set: the standalone server's own body limit too. */
 export const DEFAULT_BODY_LIMIT_BYTES = 1_048_576
@@ -56,7 +55,14 @@ export const GatewayOptionsSchema = Type.Object({
   /** Request body bytes held at once across every request in flight; beyond, 503 `bodies_at_capacity`. */
   bufferedBodiesMaxBytes: Type.Optional(Type.Integer({ minimum: MIN_BUFFERED_BODIES_MAX_BYTES, default: DEFAULT_BUFFERED_BODIES_MAX_BYTES })),
   maxInflectionDepth: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, default: DEFAULT_MAX_DEPTH })),
-  maxInflectedResponseBytes: Type.Optional(Type.Integer({ minimum: 1_024, default: 16_777_216 })),
+  /** Largest upstream body (decoded) the gateway inflects; unset, no limit: the rewriter streams, so size costs no memory. */
+  maxInflectedResponseBytes: Type.Optional(Type.Integer({ minimum: 1_024 })),
+  /**
+   * An inflected upstream body is held up to this many bytes and then sent whole with
+   * its Content-Length, so that invalid JSON is a 502 before anything is sent; a larger
+   * one streams, and invalid JSON found later cuts the response.
+   */
+  inflectedResponseHoldBytes: Type.Optional(Type.Integer({ minimum: 0, maximum: 67_108_864, default: 262_144 })),
   /**
    * Request header names with a character other than letters, digits and `-` (such as
    * `_` or `.`) that are forwarded anyway, by exact name; every other such header is
@@ -65,8 +71,8 @@ export const GatewayOptionsSchema = Type.Object({
   allowedUnusualHeaders: Type.Optional(Type.Array(Type.String({ pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$" }), { default: [] })),
   /** Most object members an inflected request body may have (400 `body_too_wide`). */
   maxInflectedRequestMembers: Type.Optional(Type.Integer({ minimum: 1, default: 10_000 })),
-  /** Most object members of an upstream body the gateway inflects (502 `upstream_body_not_inflectable`). */
-  maxInflectedResponseMembers: Type.Optional(Type.Integer({ minimum: 1, default: DEFAULT_MAX_INFLECTED_RESPONSE_MEMBERS })),
+  /** Most object members of an upstream body the gateway inflects (502 `upstream_body_not_inflectable`); unset, no limit. */
+  maxInflectedResponseMembers: Type.Optional(Type.Integer({ minimum: 1 })),
   /** Serve /healthz and /readyz from the plugin (turn off if the host has its own). */
   observabilityRoutes: Type.Optional(Type.Boolean({ default: true })),
   /**
@@ -89,7 +95,7 @@ export const GatewayOptionsSchema = Type.Object({
 /** What a host app passes: every option with a default may be left out. */
 export type GatewayOptionsInput = Static<typeof GatewayOptionsSchema>
 
-type Optionals = 'upstreamsFile' | 'upstreams' | 'redisUrl' | 'redisClusterNodes' | 'metricsToken'
+type Optionals = 'upstreamsFile' | 'upstreams' | 'redisUrl' | 'redisClusterNodes' | 'metricsToken' | 'maxInflectedResponseBytes' | 'maxInflectedResponseMembers'
 /** The options after validation: defaults filled in. */
 export type ResolvedGatewayOptions = Required<Omit<GatewayOptionsInput, Optionals | 'identity' | 'keyCache'>> &
 Pick<GatewayOptionsInput, Optionals> & {

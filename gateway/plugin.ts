@@ -16,8 +16,8 @@ import { GatewayOptionsSchema, metricsOptionProblems, redisTargetOf, type Gatewa
 import { addVary, registerProxy } from './proxy/index.js'
 import type { GateDecision } from './request-gate.js'
 import { createGatewayRuntime, type GatewayRuntime, type RuntimeDependencies } from './runtime.js'
-import { isJsonContentType } from './proxy/json-bodies.js'
-import { inflectKeys, keyConverter } from './inflection/index.js'
+import { isJsonContentType, rewriteGatewayBody } from './proxy/json-bodies.js'
+import { SpellingBook } from './inflection/index.js'
 import type { ResolvedRoute, RouteTable } from './routing/index.js'
 
 export type GatewayPluginOptions = GatewayOptionsInput & RuntimeDependencies
@@ -149,25 +149,23 @@ async function trafficContext (app: FastifyInstance, { runtime, options }: { run
     done()
   })
 
-  app.addHook('preSerialization', (request, _reply, payload, done) => {
-    const style = request.portierGate?.inflection
-    if (style === undefined || style === null || typeof payload !== 'object' || payload === null) {
+  const spellings = new SpellingBook()
+  app.addHook('onSend', (request, reply, payload, done) => {
+    // Every JSON answer past the gate, proxied or gateway-made, can be inflected: say so to caches.
+    if (request.portierGate === null || !isJsonContentType(reply.getHeader('content-type'))) {
       done(null, payload)
       return
     }
-    const convert = keyConverter(style)
-    const out: Record<string, unknown> = {}
-    for (const [name, value] of Object.entries(payload)) {
-      if (PROBLEM_MEMBERS.has(name)) out[name] = value
-      else out[convert(name)] = inflectKeys(value, convert)
+    addVary(reply, 'x-api-inflection')
+    const style = request.portierGate?.inflection
+    // A string is a body the gateway serialised itself (a problem); proxied bodies are
+    // streams or buffers, renamed already on their way through.
+    if (style === undefined || style === null || typeof payload !== 'string') {
+      done(null, payload)
+      return
     }
-    done(null, out)
-  })
-
-  app.addHook('onSend', (request, reply, payload, done) => {
-    // Every JSON answer past the gate, proxied or gateway-made, can be inflected: say so to caches.
-    if (request.portierGate !== null && isJsonContentType(reply.getHeader('content-type'))) addVary(reply, 'x-api-inflection')
-    done(null, payload)
+    const isProblem = String(reply.getHeader('content-type')).toLowerCase().startsWith('application/problem+json')
+    done(null, rewriteGatewayBody(payload, spellings.gatewayTable(style), isProblem ? PROBLEM_MEMBERS : undefined))
   })
 
   const requests = runtime.metrics.requests
@@ -182,8 +180,10 @@ async function trafficContext (app: FastifyInstance, { runtime, options }: { run
   await registerProxy(app, {
     decisionOf,
     metrics: runtime.metrics,
+    spellings,
     maxInflectionDepth: options.maxInflectionDepth,
     maxInflectedResponseBytes: options.maxInflectedResponseBytes,
+    inflectedResponseHoldBytes: options.inflectedResponseHoldBytes,
     maxInflectedRequestMembers: options.maxInflectedRequestMembers,
     maxInflectedResponseMembers: options.maxInflectedResponseMembers,
     connectTimeoutMs: runtime.connectTimeoutMs,

@@ -1,21 +1,18 @@
 import type { KeyCase } from './styles.js'
 
 /*
- * How one JSON member name is converted. The rules are chosen so that every snake_case
- * (or dash-case) key an upstream sends comes back unchanged when a client returns it in
- * the case it received it in: snake → any style → snake is the identity.
+ * How one JSON member name is converted when no upstream spelling is known for it (the
+ * gateway first reverses through the spellings it has seen; see key-spellings.ts).
  *
  * Keys left unchanged in every style:
  *   - the empty string, and keys with any character other than ASCII letters, digits,
  *     `_` and `-` (spaces, dots, unicode): we cannot know where their words are;
  *   - keys made only of `_`/`-`;
  *   - keys that both start and end with `_`/`-` (`__proto__`, `__typename__`, `_meta_`):
- *     by convention these are reserved names, and renaming them would be a surprise;
- *   - keys with two or more separators in a row between words (`a__b`, `a-_b`):
- *     collapsing them could not be undone.
+ *     by convention these are reserved names, and renaming them would be a surprise.
  *
  * Otherwise a key is a verbatim prefix of `_`/`-`, words, and a verbatim suffix of `_`/`-`
- * (`_id` → `_` + [id]; `trailing_` → [trailing] + `_`). Words are split at every single
+ * (`_id` → `_` + [id]; `trailing_` → [trailing] + `_`). Words are split at every run of
  * `_` or `-` and at case changes inside a run of letters and digits:
  *   - before an upper-case letter that follows a lower-case letter or a digit
  *     (`userId` → user|Id, `v2Api` → v2|Api, `x_1Y` → x|1|Y);
@@ -27,23 +24,17 @@ import type { KeyCase } from './styles.js'
  * Joining:
  *   snake  words joined with `_`                     address_line_1, http_server
  *   dash   words joined with `-`                     address-line-1, http-server
- *   camel  first word as is, the others capitalised  addressLine_1, httpServer
- *   pascal every word capitalised                    AddressLine_1, HttpServer
- * In camel and pascal a `_` is kept before a word whose start would otherwise be
- * invisible, so the key can be split again the same way:
- *   - a word that starts with a digit (`address_line_1` → `addressLine_1`, not
- *     `addressLine1`, which would read back as `address_line1`);
- *   - a word that would merge with a preceding one-letter capitalised word into what
- *     reads as an acronym (`x_a_b` → `xA_B`, not `xAB`, which reads back as `x_ab`;
- *     `is_a_number` → `isANumber` needs no `_`).
+ *   camel  first word as is, the others capitalised  addressLine1, httpServer
+ *   pascal every word capitalised                    AddressLine1, HttpServer
+ * camel and pascal hold no `_` or `-` but the prefix and suffix, as camelCase clients
+ * expect (Rails `camelize`, humps, lodash and camelcase-keys agree on `addressLine1`).
  *
  * Every style splits a key into the same words, so converting to one style and then to
- * another equals converting straight to the second (tested on generated keys). Keys an
- * upstream writes in snake_case or dash-case therefore come back exactly; other keys
- * come back in their snake form: acronyms are lower-cased (`userID` → `userId` →
- * `user_id`), and a plural acronym splits as `userIDs` → user|I|Ds. Two input keys may
- * map to the same output key (`first_name` and `firstName`); see inflectKeys for which
- * one wins.
+ * another equals converting straight to the second, as far as the words survive: camel
+ * and pascal cannot show where a digit or a one-letter word started one, so by these
+ * rules alone `addressLine1` reads back as `address_line1` (a digit continues a word, as
+ * Rails `underscore` and humps read it) and `xAB` as `x_ab`. The gateway does not rely on
+ * the rules for keys it has seen an upstream send: it remembers their spelling.
  */
 
 const UNDERSCORE = 95
@@ -78,8 +69,7 @@ export function splitKey (key: string): KeyWords | undefined {
   for (let i = start; i < end; i++) {
     const code = key.charCodeAt(i)
     if (isSeparator(code)) {
-      if (i === wordStart) return undefined
-      words.push(key.slice(wordStart, i).toLowerCase())
+      if (i > wordStart) words.push(key.slice(wordStart, i).toLowerCase())
       wordStart = i + 1
     } else if (isUpper(code)) {
       if (i === wordStart) continue
@@ -102,23 +92,9 @@ function capitalise (word: string): string {
   return word.charAt(0).toUpperCase() + word.slice(1)
 }
 
-/** Whether `word`, written right after the previous one, would be read as part of it. */
-function needsSeparator (word: string, previousIsCapitalLetter: boolean): boolean {
-  const first = word.charCodeAt(0)
-  if (isDigit(first)) return true
-  return previousIsCapitalLetter && !(word.length > 1 && isLower(word.charCodeAt(1)))
-}
-
 function joinCapitalised (words: string[], capitaliseFirst: boolean): string {
   let out = capitaliseFirst ? capitalise(words[0] as string) : words[0] as string
-  let previousIsCapitalLetter = capitaliseFirst && out.length === 1 && isUpper(out.charCodeAt(0))
-  for (let i = 1; i < words.length; i++) {
-    const word = words[i] as string
-    if (needsSeparator(word, previousIsCapitalLetter)) out += '_'
-    const written = capitalise(word)
-    out += written
-    previousIsCapitalLetter = written.length === 1 && isUpper(written.charCodeAt(0))
-  }
+  for (let i = 1; i < words.length; i++) out += capitalise(words[i] as string)
   return out
 }
 

@@ -10,16 +10,21 @@ import type { GatewayMetrics } from '../observability/metrics.js'
 import type { GateDecision } from '../request-gate.js'
 import { refuseBodyMethodOverride } from '../method-override.js'
 import { createForwardHeaders } from './forward-headers.js'
-import { canDecode, decode, inflectRequestBody, inflectResponseBody, isJsonContentType, readBody } from './json-bodies.js'
+import type { SpellingBook } from '../inflection/index.js'
+import { sendInflectedResponse } from './inflected-response.js'
+import { canDecode, isJsonContentType, rewriteRequestBody } from './json-bodies.js'
 import { refusedRequestHeader } from './request-faults.js'
 
 export interface ProxyOptions {
   decisionOf: (request: FastifyRequest) => GateDecision
   metrics: GatewayMetrics
+  /** What the gateway has learned of each upstream's member names. */
+  spellings: SpellingBook
   maxInflectionDepth: number
-  maxInflectedResponseBytes: number
+  maxInflectedResponseBytes: number | undefined
+  inflectedResponseHoldBytes: number
   maxInflectedRequestMembers: number
-  maxInflectedResponseMembers: number
+  maxInflectedResponseMembers: number | undefined
   /** Connect timeout for an upstream origin, read when its connection pool is created. */
   connectTimeoutMs: (origin: string) => number
   /** Request header names with characters other than letters, digits and `-` that are forwarded anyway. */
@@ -91,23 +96,16 @@ export async function registerProxy (app: FastifyInstance, options: ProxyOptions
       reply.send(res.stream)
       return
     }
-    const limit = options.maxInflectedResponseBytes
-    readBody(res.stream, limit)
-      .then(async (raw) => await decode(raw, encoding, limit))
-      .then((body) => {
-        const text = inflectResponseBody(body, decision.inflection as NonNullable<GateDecision['inflection']>, options.maxInflectionDepth,
-          options.maxInflectedResponseMembers)
-        reply.removeHeader('content-encoding')
-        reply.removeHeader('transfer-encoding')
-        reply.header('content-length', Buffer.byteLength(text))
-        reply.send(text)
-      })
-      .catch((err: unknown) => {
-        reply.removeHeader('content-encoding')
-        reply.removeHeader('content-length')
-        reply.removeHeader('transfer-encoding')
-        reply.send(err)
-      })
+    const upstream = decision.route.upstream
+    sendInflectedResponse(reply, res.stream, {
+      table: options.spellings.of(upstream).responseTable(decision.inflection),
+      encoding: encoding === 'identity' ? '' : encoding,
+      maxDepth: options.maxInflectionDepth,
+      maxMembers: options.maxInflectedResponseMembers,
+      maxBytes: options.maxInflectedResponseBytes,
+      holdBytes: options.inflectedResponseHoldBytes,
+      upstreamName: upstream.name
+    })
   }
 
   function upstreamFailed (request: FastifyRequest, reply: FastifyReply, error: { statusCode?: number, code?: string }): void {
@@ -159,9 +157,10 @@ export async function registerProxy (app: FastifyInstance, options: ProxyOptions
   function proxyHandler (request: FastifyRequest, reply: FastifyReply): FastifyReply {
     const decision = decisionOf(request)
     const upstream = decision.route.upstream
-    let body: Buffer | string | undefined = request.body as Buffer | undefined
+    let body = request.body as Buffer | undefined
     if (body !== undefined && body.length > 0 && decision.inflection !== null) {
-      body = inflectRequestBody(body, upstream.keyCase, options.maxInflectionDepth, options.maxInflectedRequestMembers)
+      body = rewriteRequestBody(body, options.spellings.of(upstream).requestTable(decision.inflection), options.maxInflectionDepth,
+        options.maxInflectedRequestMembers)
     }
     if (body !== undefined && body.length > 0) refuseBodyMethodOverride(body)
     decision.sentAt = performance.now()
