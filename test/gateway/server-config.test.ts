@@ -33,7 +33,14 @@ function bounds (schema: Schema): Record<string, unknown> {
 t.test('every variable that sets an option has its bounds and default, and sets it', async (t) => {
   const variables = Object.entries(GatewayEnvSchema.properties as unknown as Record<string, Schema>).filter(([, schema]) => schema[SETS_OPTION] !== undefined)
   for (const name of Object.keys(SERVER_DEFAULTS)) t.ok(variables.some(([variable]) => variable === name), `${name} sets an option`)
-  const plugin = loadGatewayConfig({ IDENTITY_SERVICE_TOKEN: 's'.repeat(32), GATEWAY_METRICS_ON_MAIN_LISTENER: 'true', GATEWAY_METRICS_TOKEN: 'm'.repeat(32) }).plugin as Record<string, any>
+  // Options without a default (no limit when unset) are given a value, so that each is seen to be set.
+  const plugin = loadGatewayConfig({
+    IDENTITY_SERVICE_TOKEN: 's'.repeat(32),
+    GATEWAY_METRICS_ON_MAIN_LISTENER: 'true',
+    GATEWAY_METRICS_TOKEN: 'm'.repeat(32),
+    GATEWAY_MAX_INFLECTED_RESPONSE_BYTES: '1048576',
+    GATEWAY_MAX_INFLECTED_RESPONSE_MEMBERS: '100000'
+  }).plugin as Record<string, any>
   for (const [name, variable] of variables) {
     const path = variable[SETS_OPTION] as string
     const option = optionAt(path)
