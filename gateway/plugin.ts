@@ -17,7 +17,7 @@ import { addVary, registerProxy } from './proxy/index.js'
 import type { GateDecision } from './request-gate.js'
 import { createGatewayRuntime, type GatewayRuntime, type RuntimeDependencies } from './runtime.js'
 import { isJsonContentType, rewriteGatewayBody } from './proxy/json-bodies.js'
-import { SpellingBook } from './inflection/index.js'
+import { parseInflectionHeader, SpellingBook, type KeyCase } from './inflection/index.js'
 import type { ResolvedRoute, RouteTable } from './routing/index.js'
 
 export type GatewayPluginOptions = GatewayOptionsInput & RuntimeDependencies
@@ -50,6 +50,17 @@ const ANONYMOUS_BUDGET_SHARE = 8
 
 /** Standard RFC 9457 members keep their names whatever the inflection; extension members follow it. */
 const PROBLEM_MEMBERS = new Set(['type', 'title', 'status', 'detail', 'code'])
+
+/**
+ * The style a body should be inflected to: the gate's reading, or for a request the gate
+ * refused (401, 403, 404), the header's own when it is valid: a refusal's extension
+ * members follow it too.
+ */
+function inflectionOf (request: FastifyRequest): KeyCase | null {
+  if (request.portierGate !== null) return request.portierGate.inflection
+  const asked = parseInflectionHeader(request.headers['x-api-inflection'])
+  return asked.kind === 'style' ? asked.style : null
+}
 
 function decisionOf (request: FastifyRequest): GateDecision {
   // The gate runs in onRequest for every route of the proxy context, so this is set by the time a handler runs.
@@ -151,16 +162,16 @@ async function trafficContext (app: FastifyInstance, { runtime, options }: { run
 
   const spellings = new SpellingBook()
   app.addHook('onSend', (request, reply, payload, done) => {
-    // Every JSON answer past the gate, proxied or gateway-made, can be inflected: say so to caches.
-    if (request.portierGate === null || !isJsonContentType(reply.getHeader('content-type'))) {
+    if (!isJsonContentType(reply.getHeader('content-type'))) {
       done(null, payload)
       return
     }
-    addVary(reply, 'x-api-inflection')
-    const style = request.portierGate?.inflection
+    const style = inflectionOf(request)
+    // Every JSON answer past the gate, proxied or gateway-made, can be inflected: say so to caches.
+    if (request.portierGate !== null || style !== null) addVary(reply, 'x-api-inflection')
     // A string is a body the gateway serialised itself (a problem); proxied bodies are
     // streams or buffers, renamed already on their way through.
-    if (style === undefined || style === null || typeof payload !== 'string') {
+    if (style === null || typeof payload !== 'string') {
       done(null, payload)
       return
     }

@@ -66,7 +66,9 @@ export function sendInflectedResponse (reply: FastifyReply, upstream: Readable, 
     stream.on('close', () => { if (!settled) stopReading() })
     for (const chunk of held) stream.write(chunk)
     held = []
-    clearBodyHeaders(reply)
+    // Chunked from here on: a cut then reads as one at the client, and the connection stays reusable.
+    reply.removeHeader('content-encoding')
+    reply.removeHeader('content-length')
     reply.send(stream)
   }
 
@@ -117,7 +119,10 @@ export function sendInflectedResponse (reply: FastifyReply, upstream: Readable, 
   })
 }
 
-/** The upstream's framing and encoding no longer describe the body the client gets. */
+/**
+ * The upstream's framing and encoding no longer describe the body the client gets. (Not
+ * for a streamed answer: removing transfer-encoding stops Node from chunking it.)
+ */
 function clearBodyHeaders (reply: FastifyReply): void {
   reply.removeHeader('content-encoding')
   reply.removeHeader('content-length')
