@@ -1,54 +1,60 @@
 import t from 'tap'
-import {
-  countMembers, convertKey, InflectionDepthError, InflectionMembersError, inflectKeys, inflectOwnedKeys, keyConverter
-} from '../../gateway/inflection/index.js'
-import { inflectRequestBody, inflectResponseBody } from '../../gateway/proxy/json-bodies.js'
+import { InflectionMembersError, JsonKeyRewriter, RenameTable, convertKey, type KeyRewriterOptions } from '../../gateway/inflection/index.js'
 
-/** Inflection work per body is bounded by its number of object members, counted before parsing for requests. */
+/** The rewriter's work per body is bounded by its number of object members, at every depth together. */
 
-const camel = keyConverter('camel')
-const wide = (count: number): string => `{${Array.from({ length: count }, (_, i) => `"a_b${i}":0`).join(',')}}`
+function rewrite (text: string, options: KeyRewriterOptions, chunkSize?: number): string {
+  const bytes = Buffer.from(text)
+  const rewriter = new JsonKeyRewriter(new RenameTable((key) => convertKey(key, 'camel')), options)
+  const out: Buffer[] = []
+  const size = chunkSize ?? Math.max(bytes.length, 1)
+  for (let at = 0; at < bytes.length; at += size) out.push(Buffer.from(rewriter.push(bytes.subarray(at, at + size))))
+  rewriter.end()
+  return Buffer.concat(out).toString()
+}
 
-t.test('countMembers: one per member, at every depth, whatever the strings hold', async (t) => {
+/** `count` members in one object, with the separator between them written as `comma`. */
+const wide = (count: number, comma = ','): string => `{${Array.from({ length: count }, (_, i) => `"a_b${i}":0`).join(comma)}}`
+
+const CHUNKS = [undefined, 1, 2, 5]
+
+t.test('maxMembers: at the cap is fine, one more throws, whatever the spacing and chunking', async (t) => {
+  // `,"` right after a value and `, "` with whitespace between are read by different paths.
+  for (const comma of [',', ' ,', ', ', ',\n\t', ' , ']) {
+    for (const chunk of CHUNKS) {
+      const how = `${JSON.stringify(comma)}, chunks of ${chunk ?? 'all'}`
+      t.equal(rewrite(wide(10, comma), { maxMembers: 10 }, chunk), wide(10, comma).replaceAll('a_b', 'aB'), `10 of 10, ${how}`)
+      t.throws(() => rewrite(wide(11, comma), { maxMembers: 10 }, chunk), { name: 'InflectionMembersError', code: 'inflection_members_exceeded', maxMembers: 10 }, `11 of 10, ${how}`)
+    }
+  }
+  t.equal(rewrite('{ "a" : 1 }', { maxMembers: 1 }), '{ "a" : 1 }', 'a first member after whitespace')
+  t.throws(() => rewrite('{ "a" : 1 , "b" : 2 }', { maxMembers: 1 }), InflectionMembersError)
+})
+
+t.test('maxMembers: members at every depth count together; arrays, strings and empty objects do not', async (t) => {
   const cases: Array<[string, number]> = [
-    ['{}', 0], ['[]', 0], ['1', 0], ['"a:b"', 0],
+    ['{}', 0], ['[]', 0], ['1', 0], ['"a:b,\\"c\\":1"', 0], ['[{},{},[{}]]', 0],
     ['{"a":1}', 1],
     ['{"a":{"b":[{"c":1},{"d":"x:y"}]},"e":null}', 5],
     ['{"a\\":":"\\"b:","c":"\\\\","d":1}', 3],
     ['{"日本:語":"é:"}', 1],
-    [JSON.stringify({ list: Array.from({ length: 100 }, (_, i) => ({ id: i, name: `n${i}` })) }), 201]
+    ['[1,2,3,"a","b"]', 0],
+    [JSON.stringify({ list: Array.from({ length: 100 }, (_, i) => ({ id: i, name: `n${i}` })) }), 201],
+    [JSON.stringify(Array.from({ length: 60 }, (_, i) => ({ a_b: i, c: { d_e: i } }))), 180]
   ]
   for (const [text, count] of cases) {
-    t.equal(countMembers(Buffer.from(text)), count, text.length > 60 ? `${text.slice(0, 60)}…` : text)
-    const parsed: unknown = JSON.parse(text)
-    let members = 0
-    inflectKeys(parsed, (key) => { members++; return key })
-    t.equal(members, count, 'the same count as the transform')
+    const label = text.length > 50 ? `${text.slice(0, 50)}…` : text
+    for (const chunk of CHUNKS) {
+      t.doesNotThrow(() => rewrite(text, { maxMembers: count }, chunk), `${label}: ${count} members fit a cap of ${count}`)
+      if (count > 0) t.throws(() => rewrite(text, { maxMembers: count - 1 }, chunk), InflectionMembersError, `${label}: not a cap of ${count - 1}`)
+    }
   }
-  t.equal(countMembers(Buffer.from(wide(1_000)), 10), 11, 'stops once past the limit')
 })
 
-t.test('transform: maxMembers caps every walk, depth or not', async (t) => {
-  t.same(inflectKeys(JSON.parse(wide(100)), camel, { maxMembers: 100 }), JSON.parse(wide(100).replaceAll('a_b', 'aB')), '100 of 100')
-  t.throws(() => inflectKeys(JSON.parse(wide(101)), camel, { maxMembers: 100 }), InflectionMembersError)
-  t.throws(() => inflectOwnedKeys(JSON.parse(wide(101)), camel, { maxMembers: 100 }), InflectionMembersError)
-  const spread = JSON.stringify(Array.from({ length: 60 }, (_, i) => ({ a_b: i, c: { d_e: i } })))
-  t.throws(() => inflectOwnedKeys(JSON.parse(spread), camel, { maxMembers: 150 }), InflectionMembersError, '180 members in 120 objects')
-  t.throws(() => inflectOwnedKeys([[[1]]], camel, { maxDepth: 2, maxMembers: 10 }), InflectionDepthError, 'depth is still checked')
-  t.throws(() => inflectKeys({}, camel, { maxMembers: 0 }), RangeError)
-  t.equal(convertKey('a_b', 'camel'), 'aB')
-})
-
-t.test('request bodies: more members than the cap is a 400 body_too_wide, counted before parsing', async (t) => {
-  t.equal(inflectRequestBody(Buffer.from(wide(10)), 'snake', 512, 10), wide(10), 'at the cap: converted')
-  t.throws(() => inflectRequestBody(Buffer.from(wide(11)), 'snake', 512, 10), { code: 'body_too_wide', statusCode: 400, message: 'The JSON body has more than 10 object members and cannot be inflected.' })
-  // Not JSON, but too wide: the count comes first, and no parse is spent on it.
-  t.throws(() => inflectRequestBody(Buffer.from(`${wide(11)}garbage`), 'snake', 512, 10), { code: 'body_too_wide' })
-  t.throws(() => inflectRequestBody(Buffer.from('{"a":'), 'snake', 512, 10), { code: 'malformed_json' })
-})
-
-t.test('upstream bodies: more members than the cap is a 502 upstream_body_not_inflectable', async (t) => {
-  t.equal(inflectResponseBody(Buffer.from(wide(10)), 'camel', 512, 10), wide(10).replaceAll('a_b', 'aB'))
-  t.throws(() => inflectResponseBody(Buffer.from(wide(11)), 'camel', 512, 10),
-    { code: 'upstream_body_not_inflectable', statusCode: 502, message: 'The upstream answered JSON that cannot be inflected: it has more than 10 object members.' })
+t.test('maxMembers: unlimited by default; the error comes before the text ends', async (t) => {
+  t.doesNotThrow(() => rewrite(wide(50_000), {}), 'no cap unless asked')
+  // Not JSON beyond the cap: the cap is reached first, while the text is still valid.
+  t.throws(() => rewrite(`${wide(11).slice(0, -1)},"x":garbage`, { maxMembers: 10 }), InflectionMembersError)
+  const rewriter = new JsonKeyRewriter(new RenameTable((key) => key), { maxMembers: 2 })
+  t.throws(() => rewriter.push(Buffer.from('[{"a":1,"b":2},{"c"')), InflectionMembersError, 'thrown by push, not at end')
 })
