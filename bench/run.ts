@@ -8,9 +8,10 @@ import { NGINX } from './baselines/nginx.js'
 import { LoadDriver } from './load/driver.js'
 import { WRK, wrkVersion } from './load/wrk.js'
 import { describeMachine } from './machine.js'
+import type { MicroOutput } from './micro/inflection.js'
 import { memoryOf } from './processes/proc-stats.js'
 import { formatRun } from './rounds.js'
-import type { BenchResult, MemoryResult, MicroResult } from './report/types.js'
+import type { BenchResult, MemoryResult } from './report/types.js'
 import { renderReadmeSummary, replaceReadmeBlock } from './report/summary.js'
 import { LATEST_NAME, writeReports } from './report/write.js'
 import { bodySizes } from './scenarios/body-sizes.js'
@@ -83,7 +84,7 @@ function parseFlags (): Flags {
     .option('--out <dir>', 'where results are written', 'bench/results')
     .option('--readme', 'replace the results block of README.md with this run\'s table', false)
     .option('--requests <n>', 'send n requests per load run instead of running for --duration: a check that the harness works, not a measurement', positive(true))
-    .option('--micro-budget <ms>', 'timed budget of the inflection micro-benchmark (default 6000 with --quick, 45000 without)', positive(true))
+    .option('--micro-budget <ms>', 'timed budget of the inflection micro-benchmark, its throughput cells (default 10000 with --quick, 60000 without)', positive(true))
     .option('--cpu-prof <dir>', 'write a CPU profile of each gateway, the bare proxies and the node floor to <dir> (summarise: node dist-bench/bench/profile-summary.js <file>)')
     .parse()
     .opts<Flags>()
@@ -125,11 +126,15 @@ async function warmGateways (ctx: BenchContext, seconds: number): Promise<void> 
   }
 }
 
-/** The inflection micro-benchmark, in its own process (no server shares its CPU). */
-async function runMicro (quick: boolean, budgetMs: number | undefined): Promise<MicroResult[]> {
+/**
+ * The inflection micro-benchmark, in its own process (no server shares its CPU): the
+ * rewriter's throughput cells, its longest event-loop block and, from a child process
+ * of its own, its RSS growth over a 200 MB body.
+ */
+async function runMicro (quick: boolean, budgetMs: number | undefined): Promise<MicroOutput> {
   const args = ['--json', ...(quick ? ['--quick'] : []), ...(budgetMs !== undefined ? ['--budget', String(budgetMs)] : [])]
   const { stdout } = await promisify(execFile)(process.execPath, [fileURLToPath(new URL('./micro/inflection.js', import.meta.url)), ...args], { maxBuffer: 16 * 1024 * 1024 })
-  return JSON.parse(stdout) as MicroResult[]
+  return JSON.parse(stdout) as MicroOutput
 }
 
 function memoryVerdict (warmupRssMiB: number, stack: Stack): MemoryResult {
@@ -207,7 +212,7 @@ async function main (): Promise<void> {
     const twoWorkers = await workers(ctx)
     say('[4/9] proxy overhead, 7 KB')
     const scenarios = await proxyOverhead(ctx)
-    say('[5/9] body sizes, 1 KB and 30 KB')
+    say('[5/9] body sizes, 1 KB and 30 KB, camel inflection at 30 KB')
     scenarios.push(...await bodySizes(ctx))
     say('[6/9] many keys')
     scenarios.push(await manyKeys(ctx, { keysInIdentity: settings.keysInIdentity }), routes, twoWorkers)
@@ -226,7 +231,7 @@ async function main (): Promise<void> {
     await stack.close()
   }
   say('inflection micro-benchmark')
-  const micro = await runMicro(flags.quick, flags.microBudget)
+  const { micro, inflectionStream } = await runMicro(flags.quick, flags.microBudget)
   const { warmupSeconds: _w, flood: _f, mockUsers: _m, ...reported } = settings
   const complete: BenchResult = {
     version: 2,
@@ -237,6 +242,7 @@ async function main (): Promise<void> {
     scenarios: result.scenarios ?? [],
     realistic: result.realistic ?? [],
     micro,
+    inflectionStream,
     flood: result.flood ?? null,
     identity: result.identity ?? null,
     memory: result.memory ?? null,

@@ -1,37 +1,41 @@
 import { performance } from 'node:perf_hooks'
 import { pathToFileURL } from 'node:url'
-import { DEFAULT_MAX_DEPTH, KEY_CASES, inflectJsonText, type KeyCase } from '../../gateway/inflection/index.js'
-import { inflectResponseBody } from '../../gateway/proxy/json-bodies.js'
-import { DEFAULT_SEED } from '../../upstream-mock/config.js'
-import { pageMeta } from '../../upstream-mock/resource-routes.js'
-import type { User } from '../../upstream-mock/schemas.js'
-import { seedUser } from '../../upstream-mock/seed.js'
-import type { MicroResult } from '../report/types.js'
+import { isDeepStrictEqual } from 'node:util'
+import { JsonKeyRewriter, KEY_CASES, KeySpellings, convertKey, type KeyCase } from '../../gateway/inflection/index.js'
+import type { InflectionStreamResult, MicroResult } from '../report/types.js'
 import { median } from '../rounds.js'
+import { MICRO_SHAPES, type MicroShape } from './bodies.js'
+import { measureEventLoopBlock } from './event-loop-block.js'
+import { runStreamMemory } from './stream-memory.js'
 
 /**
- * Inflection micro-benchmark, no network: what converting the keys of a JSON
- * body costs on top of the JSON round-trip the gateway would pay anyway.
+ * Inflection micro-benchmark, no network: what renaming the member names of a JSON body
+ * costs, against what the cheapest look at the same body costs, JSON.parse.
  *
- * For each body size and key style, two operations run in alternating rounds on the same
- * bytes, both starting from the Buffer the gateway reads from the upstream:
- *   - baseline: JSON.stringify(JSON.parse(body.toString('utf8')));
- *   - inflect:  inflectResponseBody(body, style, 512), the gateway's own response path
- *               (decode, parse, convert every key with the shared memoised converter,
- *               stringify).
- * costRatio is the median of the per-round ratios inflect / baseline: a noisy neighbour
- * slows both sides of a round alike. It counts the parse in both numerator and
- * denominator, so it is stricter than "transform + stringify ≤ 1.3 × parse + stringify".
+ * For each shape × size × style, three operations run in alternating rounds
+ * (a b c, c b a, …) on the same bytes:
+ *   - parse:         JSON.parse(text), the text decoded from the Buffer beforehand;
+ *   - decode + parse: JSON.parse(buffer.toString()), what parsing an upstream's bytes
+ *                    really costs (shown, not judged);
+ *   - rewrite:       new JsonKeyRewriter(table).rewriteAll(buffer), the gateway's own
+ *                    renaming, with the table of a KeySpellings kept warm across runs as
+ *                    the gateway keeps it per upstream.
+ * ratio is the median of the per-round ratios parse time / rewrite time, that is
+ * rewriter MB/s ÷ JSON.parse MB/s: a noisy neighbour slows both sides of a round alike.
+ * The target is ≥ 1.0: renaming the names costs no more than parsing the body would.
  * MB/s are of input bytes, with 1 MB = 1 048 576 bytes like the size labels.
+ *
+ * Every cell first checks the rewriter's output (see checkRewrite), so a rewriter that
+ * skipped work could not look fast.
  */
 
-/** The target: inflecting may cost at most this much more than the bare JSON round-trip. */
-export const MAX_COST_RATIO = 1.3
+/** The target: the rewriter renames at least as many MB/s as JSON.parse parses. */
+export const MIN_RATIO = 1.0
 
 export interface MicroSize {
   /** What reports show, e.g. "100 KB". */
   label: string
-  /** Wanted body size; the body is the users page closest to it. */
+  /** Wanted body size; the body is the page closest to it. */
   bytes: number
 }
 
@@ -42,16 +46,17 @@ export const MICRO_SIZES: readonly MicroSize[] = Object.freeze([
 ])
 
 /** Wall-clock budget of the timed part of a whole run; rounds may overrun it (MIN_ROUNDS). */
-export const FULL_BUDGET_MS = 45_000
-export const QUICK_BUDGET_MS = 6_000
+export const FULL_BUDGET_MS = 60_000
+export const QUICK_BUDGET_MS = 10_000
 
 export interface InflectionMicroOptions {
   quick: boolean
   onProgress?: (line: string) => void
   /** Timed budget of the whole run in ms; default FULL_BUDGET_MS or QUICK_BUDGET_MS. */
   budgetMs?: number
-  /** Bodies to measure; default MICRO_SIZES. */
+  /** Bodies to measure; default MICRO_SIZES × MICRO_SHAPES. */
   sizes?: readonly MicroSize[]
+  shapes?: readonly MicroShape[]
 }
 
 const MB = 1024 * 1024
@@ -61,104 +66,113 @@ const TARGET_ROUNDS = { quick: 5, full: 15 }
 const MAX_ROUNDS = 200
 /** Share of a cell's budget spent warming up before any sample is kept. */
 const WARMUP_SHARE = 0.1
-/** Share of the budget spent running every style before the first cell, and on what body. */
+/** Share of the budget spent running every shape and style before the first cell, and on what bodies. */
 const GLOBAL_WARMUP_SHARE = 0.04
 const WARMUP_BODY_BYTES = 16 * 1024
-/** Bodies above this are not round-trip checked: the check would cost more than the cell. */
-const CHECKED_BODY_MAX_BYTES = MB
+/** Bodies above this get the byte round-trip only: parsing both sides would cost more than the cell. */
+const PARSE_CHECKED_MAX_BYTES = MB
+/** The upstream whose spellings the tables learn: upstream-mock's, snake_case. */
+const UPSTREAM_CASE: KeyCase = 'snake'
 
-/**
- * A users page as upstream-mock answers `GET /users` (snake_case keys, nested address,
- * preferences and phone numbers), with the number of users whose JSON is closest to
- * `targetBytes` (at least one). Same bytes on every run.
- */
-export function buildUsersPage (targetBytes: number): Buffer {
-  const users: User[] = []
-  let usersBytes = 0 // the users' JSON, commas included
-  const distance = (count: number, bytes: number): number => Math.abs(Buffer.byteLength(JSON.stringify(usersPage([], count))) + bytes - targetBytes)
-  for (let id = 1; ; id++) {
-    const user = seedUser(DEFAULT_SEED, id)
-    const bytes = usersBytes + Buffer.byteLength(JSON.stringify(user)) + (users.length > 0 ? 1 : 0)
-    if (users.length > 0 && distance(users.length + 1, bytes) >= distance(users.length, usersBytes)) break
-    users.push(user)
-    usersBytes = bytes
-  }
-  return Buffer.from(JSON.stringify(usersPage(users, users.length)), 'utf8')
-}
+/** The three operations of a round, by index. */
+const PARSE = 0
+const DECODE_PARSE = 1
+const REWRITE = 2
 
-function usersPage (users: User[], count: number): { users: User[], meta: ReturnType<typeof pageMeta> } {
-  return { users, meta: pageMeta(1, count, count) }
-}
+type Operation = () => number
 
-function baseline (body: Buffer): string {
-  return JSON.stringify(JSON.parse(body.toString('utf8')))
-}
-
-interface Operation { run: () => string, msPerOp: number }
-
-/** Runs `op` `iterations` times; ms per run. The length sum keeps the work observable. */
-function timeBatch (op: () => string, iterations: number, sink: { length: number }): number {
+/** Runs `op` `iterations` times; ms per run. The sum keeps the work observable. */
+function timeBatch (op: Operation, iterations: number, sink: { total: number }): number {
   const started = performance.now()
-  for (let i = 0; i < iterations; i++) sink.length += op().length
+  for (let i = 0; i < iterations; i++) sink.total += op()
   return (performance.now() - started) / iterations
 }
 
-interface CellTimes { baselineMs: number, inflectMs: number, costRatio: number, rounds: number }
-
-/** Warms both operations up, then alternates them (a b, b a, …) until the budget is spent. */
-function measureCell (body: Buffer, style: KeyCase, budgetMs: number, quick: boolean): CellTimes {
-  const sink = { length: 0 }
-  const ops: Operation[] = [
-    { run: () => baseline(body), msPerOp: 0 },
-    { run: () => inflectResponseBody(body, style, DEFAULT_MAX_DEPTH), msPerOp: 0 }
+function operations (body: Buffer, spellings: KeySpellings, style: KeyCase): Operation[] {
+  const text = body.toString('utf8')
+  const table = spellings.responseTable(style)
+  return [
+    () => JSON.parse(text) === null ? 0 : 1,
+    () => JSON.parse(body.toString('utf8')) === null ? 0 : 1,
+    () => new JsonKeyRewriter(table).rewriteAll(body).length
   ]
+}
+
+interface CellTimes { msPerOp: [number, number, number], ratio: number, rounds: number }
+
+/** Warms the operations up, then alternates them (a b c, c b a, …) until the budget is spent. */
+function measureCell (ops: Operation[], budgetMs: number, quick: boolean): CellTimes {
+  const sink = { total: 0 }
   const started = performance.now()
   const warmupEnds = started + budgetMs * WARMUP_SHARE
+  const warmupMs = [0, 0, 0]
   let warmups = 0
   do {
-    for (const op of ops) op.msPerOp = timeBatch(op.run, 1, sink)
+    ops.forEach((op, which) => { warmupMs[which] = timeBatch(op, 1, sink) })
     warmups++
   } while (performance.now() < warmupEnds && warmups < 1000)
   const mode = quick ? 'quick' : 'full'
-  const sampleMs = budgetMs * (1 - WARMUP_SHARE) / (2 * TARGET_ROUNDS[mode])
-  const iterations = ops.map((op) => Math.max(1, Math.round(sampleMs / Math.max(op.msPerOp, 1e-6))))
-  const times: [number[], number[]] = [[], []]
+  const sampleMs = budgetMs * (1 - WARMUP_SHARE) / (ops.length * TARGET_ROUNDS[mode])
+  const iterations = warmupMs.map((ms) => Math.max(1, Math.round(sampleMs / Math.max(ms, 1e-6))))
+  const times: [number[], number[], number[]] = [[], [], []]
   const ratios: number[] = []
+  const forward = [PARSE, DECODE_PARSE, REWRITE]
+  const backward = [...forward].reverse()
   const endsAt = started + budgetMs
   while (ratios.length < MIN_ROUNDS[mode] || (performance.now() < endsAt && ratios.length < MAX_ROUNDS)) {
-    const round: [number, number] = [0, 0]
-    for (const which of ratios.length % 2 === 0 ? [0, 1] : [1, 0]) {
-      round[which] = timeBatch(ops[which].run, iterations[which], sink)
-      times[which].push(round[which])
+    const round = [0, 0, 0]
+    for (const which of ratios.length % 2 === 0 ? forward : backward) {
+      round[which] = timeBatch(ops[which] as Operation, iterations[which] as number, sink)
+      times[which]?.push(round[which] as number)
     }
-    ratios.push(round[1] / round[0])
+    ratios.push((round[PARSE] as number) / (round[REWRITE] as number))
   }
-  if (sink.length === 0) throw new Error('the measured operations produced nothing')
-  return { baselineMs: median(times[0]), inflectMs: median(times[1]), costRatio: median(ratios), rounds: ratios.length }
+  if (sink.total === 0) throw new Error('the measured operations produced nothing')
+  return { msPerOp: [median(times[0]), median(times[1]), median(times[2])], ratio: median(ratios), rounds: ratios.length }
+}
+
+/** `value` with every object member renamed by `rename`: what the rewriter's output must parse to. */
+export function renameParsed (value: unknown, rename: (key: string) => string): unknown {
+  if (Array.isArray(value)) return value.map((item) => renameParsed(item, rename))
+  if (value === null || typeof value !== 'object') return value
+  const renamed: Record<string, unknown> = {}
+  for (const [key, member] of Object.entries(value)) renamed[rename(key)] = renameParsed(member, rename)
+  return renamed
+}
+
+/**
+ * Guards against timing a path that does not do the work. The output, renamed back
+ * through the request table (the spellings learned on the way out), must give the input
+ * bytes exactly; up to 1 MB, it must also parse to the parsed input with every name
+ * converted by the rules; and to any style but the upstream's own, it must differ from
+ * the input. Throws when any fails.
+ */
+export function checkRewrite (body: Buffer, spellings: KeySpellings, style: KeyCase): void {
+  const output = new JsonKeyRewriter(spellings.responseTable(style)).rewriteAll(body)
+  const back = new JsonKeyRewriter(spellings.requestTable(style)).rewriteAll(output)
+  if (!back.equals(body)) throw new Error(`renaming ${body.length} bytes to ${style} and back did not give the input bytes`)
+  if (style !== spellings.nativeCase && output.equals(body)) throw new Error(`renaming ${body.length} bytes to ${style} changed nothing`)
+  if (body.length > PARSE_CHECKED_MAX_BYTES) return
+  const expected = renameParsed(JSON.parse(body.toString('utf8')), (key) => convertKey(key, style))
+  if (!isDeepStrictEqual(JSON.parse(output.toString('utf8')), expected)) {
+    throw new Error(`renaming ${body.length} bytes to ${style} did not parse to the input with its names converted`)
+  }
 }
 
 /**
  * A gateway serves every style from the same code, so that code is measured once it has
  * seen them all: otherwise the first cell of each style would pay for the JIT relearning
- * its shapes (seen as a 1 KB cell at 1.5 × on a quick run).
+ * its shapes.
  */
-function warmUpEveryStyle (budgetMs: number): void {
-  const body = buildUsersPage(WARMUP_BODY_BYTES)
+function warmUpEveryStyle (shapes: readonly MicroShape[], spellings: Map<MicroShape, KeySpellings>, budgetMs: number): void {
+  const bodies = shapes.map((shape) => ({ body: shape.build(WARMUP_BODY_BYTES), spellings: spellings.get(shape) as KeySpellings }))
   const endsAt = performance.now() + budgetMs
-  const sink = { length: 0 }
+  const sink = { total: 0 }
   do {
-    sink.length += baseline(body).length
-    for (const style of KEY_CASES) sink.length += inflectResponseBody(body, style, DEFAULT_MAX_DEPTH).length
+    for (const { body, spellings } of bodies) {
+      for (const style of KEY_CASES) for (const op of operations(body, spellings, style)) sink.total += op()
+    }
   } while (performance.now() < endsAt)
-}
-
-/** Guards against timing a path that does not do the work: every key must come back to snake. */
-function checkRoundTrip (body: Buffer, style: KeyCase): void {
-  if (body.length > CHECKED_BODY_MAX_BYTES) return
-  const inflected = inflectResponseBody(body, style, DEFAULT_MAX_DEPTH)
-  if (inflectJsonText(inflected, 'snake') !== baseline(body)) {
-    throw new Error(`inflecting to ${style} and back to snake changed the body`)
-  }
 }
 
 /**
@@ -171,64 +185,101 @@ function budgetWeight (bytes: number): number {
 
 const mbPerSecond = (bytes: number, msPerOp: number): number => bytes / MB / (msPerOp / 1000)
 
-/** Measures every size × style in MICRO_SIZES × KEY_CASES (or the given sizes). */
+/** Measures every shape × size × style (MICRO_SHAPES × MICRO_SIZES × KEY_CASES, or those given), in that order. */
 export async function runInflectionMicro (options: InflectionMicroOptions): Promise<MicroResult[]> {
   const sizes = options.sizes ?? MICRO_SIZES
+  const shapes = options.shapes ?? MICRO_SHAPES
   const budgetMs = options.budgetMs ?? (options.quick ? QUICK_BUDGET_MS : FULL_BUDGET_MS)
-  const totalWeight = sizes.reduce((sum, size) => sum + budgetWeight(size.bytes), 0)
-  warmUpEveryStyle(budgetMs * GLOBAL_WARMUP_SHARE)
+  const totalWeight = shapes.length * sizes.reduce((sum, size) => sum + budgetWeight(size.bytes), 0)
+  // One upstream per shape, as the gateway keeps one KeySpellings per upstream.
+  const spellings = new Map(shapes.map((shape) => [shape, new KeySpellings(UPSTREAM_CASE)]))
+  warmUpEveryStyle(shapes, spellings, budgetMs * GLOBAL_WARMUP_SHARE)
   const results: MicroResult[] = []
-  for (const size of sizes) {
-    const body = buildUsersPage(size.bytes)
-    const cellBudgetMs = budgetMs * budgetWeight(size.bytes) / totalWeight / KEY_CASES.length
-    for (const style of KEY_CASES) {
-      checkRoundTrip(body, style)
-      const times = measureCell(body, style, cellBudgetMs, options.quick)
-      const result: MicroResult = {
-        size: size.label,
-        bytes: body.length,
-        style,
-        parseStringifyMBps: mbPerSecond(body.length, times.baselineMs),
-        inflectMBps: mbPerSecond(body.length, times.inflectMs),
-        costRatio: times.costRatio,
-        met: times.costRatio <= MAX_COST_RATIO
+  for (const shape of shapes) {
+    const upstream = spellings.get(shape) as KeySpellings
+    for (const size of sizes) {
+      const body = shape.build(size.bytes)
+      const cellBudgetMs = budgetMs * budgetWeight(size.bytes) / totalWeight / KEY_CASES.length
+      for (const style of KEY_CASES) {
+        checkRewrite(body, upstream, style)
+        const times = measureCell(operations(body, upstream, style), cellBudgetMs, options.quick)
+        const result: MicroResult = {
+          size: size.label,
+          shape: shape.label,
+          bytes: body.length,
+          style,
+          parseMBps: mbPerSecond(body.length, times.msPerOp[PARSE]),
+          decodeParseMBps: mbPerSecond(body.length, times.msPerOp[DECODE_PARSE]),
+          rewriteMBps: mbPerSecond(body.length, times.msPerOp[REWRITE]),
+          ratio: times.ratio,
+          met: times.ratio >= MIN_RATIO
+        }
+        results.push(result)
+        options.onProgress?.(`inflection ${shape.label} ${size.label} ${style}: ${formatRow(result)} (${times.rounds} rounds)`)
+        // Let the event loop breathe between cells: the caller may be printing progress.
+        await new Promise((resolve) => setImmediate(resolve))
       }
-      results.push(result)
-      options.onProgress?.(`inflection ${size.label} ${style}: ${formatRow(result)} (${times.rounds} rounds)`)
-      // Let the event loop breathe between cells: the caller may be printing progress.
-      await new Promise((resolve) => setImmediate(resolve))
     }
   }
   return results
 }
 
 function formatRow (r: MicroResult): string {
-  return `parse+stringify ${r.parseStringifyMBps.toFixed(1)} MB/s, inflect ${r.inflectMBps.toFixed(1)} MB/s, ` +
-    `ratio ${r.costRatio.toFixed(3)} ${r.met ? 'met' : 'MISSED'}`
+  return `JSON.parse ${r.parseMBps.toFixed(1)} MB/s, rewrite ${r.rewriteMBps.toFixed(1)} MB/s, ` +
+    `ratio ${r.ratio.toFixed(3)} ${r.met ? 'met' : 'MISSED'}`
 }
 
-/** A plain-text table of the results, one line per size × style. */
+/** A plain-text table of the results, one line per shape × size × style. */
 export function formatMicroTable (results: readonly MicroResult[]): string {
-  const header = ['size', 'bytes', 'style', 'parse+stringify MB/s', 'inflect MB/s', 'cost ratio', `≤ ${MAX_COST_RATIO}`]
-  const rows = results.map((r) => [r.size, String(r.bytes), r.style, r.parseStringifyMBps.toFixed(1), r.inflectMBps.toFixed(1),
-    r.costRatio.toFixed(3), r.met ? 'yes' : 'NO'])
+  const header = ['shape', 'size', 'bytes', 'style', 'JSON.parse MB/s', 'decode+parse MB/s', 'rewrite MB/s', 'ratio', `≥ ${MIN_RATIO.toFixed(1)}`]
+  const rows = results.map((r) => [r.shape, r.size, String(r.bytes), r.style, r.parseMBps.toFixed(1), r.decodeParseMBps.toFixed(1),
+    r.rewriteMBps.toFixed(1), r.ratio.toFixed(3), r.met ? 'yes' : 'NO'])
+  return plainTable(header, rows)
+}
+
+/** The event-loop and memory rows as plain text. */
+export function formatStreamTable (stream: InflectionStreamResult): string {
+  const { eventLoop, memory } = stream
+  return plainTable(['row', 'measured', 'target', 'met'], [
+    [`longest push, ${eventLoop.pushes} pushes of ${eventLoop.chunkBytes / 1024} KiB over ${eventLoop.passes} bodies of ${(eventLoop.bodyBytes / MB).toFixed(1)} MB`,
+      `${eventLoop.longestPushMs.toFixed(2)} ms (median ${eventLoop.medianPushMs.toFixed(3)} ms, most CPU ${eventLoop.longestPushCpuMs.toFixed(2)} ms; loop delay max ${eventLoop.loopDelayMaxMs.toFixed(2)} ms, p99 ${eventLoop.loopDelayP99Ms.toFixed(2)} ms)`,
+      `≤ ${eventLoop.maxBlockMs} ms`, eventLoop.met ? 'yes' : 'NO'],
+    [`RSS growth, ${(memory.bodyBytes / MB).toFixed(0)} MB streamed to ${memory.style}`,
+      `${memory.growthMiB.toFixed(1)} MiB (before ${memory.rssBeforeMiB.toFixed(1)}, peak ${memory.rssPeakMiB.toFixed(1)}, final ${memory.rssFinalMiB.toFixed(1)}; retained ${memory.retainedMiB.toFixed(1)})`,
+      `≤ ${memory.maxGrowthMiB} MiB`, memory.met ? 'yes' : 'NO']
+  ])
+}
+
+function plainTable (header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] as string).length)))
   const line = (cells: string[]): string => cells.map((c, i) => c.padEnd(widths[i] as number)).join('  ').trimEnd()
   return [line(header), ...rows.map(line)].join('\n')
 }
 
+/** What the micro process hands the bench orchestrator. */
+export interface MicroOutput {
+  micro: MicroResult[]
+  inflectionStream: InflectionStreamResult
+}
+
 /**
- * `node dist-bench/bench/micro/inflection.js [--quick] [--json] [--budget <ms>]`: progress on stderr; on stdout
- * a table and the JSON, or with --json only the JSON array (for the bench orchestrator).
+ * `node dist-bench/bench/micro/inflection.js [--quick] [--json] [--budget <ms>]`: the
+ * rewriter cells, then the event-loop row (in this process, its code warm) and the
+ * memory row (in a child process of its own). Progress on stderr; on stdout the tables
+ * and the JSON, or with --json only the JSON (for the bench orchestrator).
  */
 async function main (argv: readonly string[]): Promise<void> {
   const quick = argv.includes('--quick')
   const jsonOnly = argv.includes('--json')
   const budgetAt = argv.indexOf('--budget')
   const budgetMs = budgetAt === -1 ? undefined : Number(argv[budgetAt + 1])
-  const results = await runInflectionMicro({ quick, ...(budgetMs !== undefined && budgetMs > 0 ? { budgetMs } : {}), onProgress: (line) => { process.stderr.write(`${line}\n`) } })
-  const json = JSON.stringify(results, null, jsonOnly ? undefined : 2)
-  process.stdout.write(jsonOnly ? `${json}\n` : `${formatMicroTable(results)}\n\n${json}\n`)
+  const onProgress = (line: string): void => { process.stderr.write(`${line}\n`) }
+  const micro = await runInflectionMicro({ quick, ...(budgetMs !== undefined && budgetMs > 0 ? { budgetMs } : {}), onProgress })
+  const eventLoop = await measureEventLoopBlock({ onProgress })
+  const memory = await runStreamMemory({ onProgress })
+  const output: MicroOutput = { micro, inflectionStream: { eventLoop, memory } }
+  const json = JSON.stringify(output, null, jsonOnly ? undefined : 2)
+  process.stdout.write(jsonOnly ? `${json}\n` : `${formatMicroTable(micro)}\n\n${formatStreamTable(output.inflectionStream)}\n\n${json}\n`)
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -1,5 +1,5 @@
 import type { BenchResult } from './types.js'
-import { formatRatio } from './format.js'
+import { formatMiB, formatMs, formatRatio } from './format.js'
 import { describeRun, markdownInline, markdownLinkDestination, metMark, renderMainTable } from './markdown.js'
 
 /**
@@ -26,7 +26,12 @@ function otherTargets (result: BenchResult): string {
   if (result.memory !== null) items.push(`memory, final ≤ 1.2 × warm-up ${metMark(result.memory.met)} (${formatRatio(result.memory.ratio)})`)
   if (result.micro.length > 0) {
     const met = result.micro.filter((row) => row.met).length
-    items.push(`inflection micro ≤ 1.3 × ${metMark(met === result.micro.length)} (${met} of ${result.micro.length} sizes and styles)`)
+    items.push(`inflection rewriter ≥ 1.0 × \`JSON.parse\` ${metMark(met === result.micro.length)} (${met} of ${result.micro.length} shapes, sizes and styles)`)
+  }
+  if (result.inflectionStream !== null) {
+    const { eventLoop, memory } = result.inflectionStream
+    items.push(`inflection event-loop block ≤ ${eventLoop.maxBlockMs} ms ${metMark(eventLoop.met)} (${formatMs(eventLoop.longestPushMs)} ms)`)
+    items.push(`inflection streaming RSS ≤ ${memory.maxGrowthMiB} MiB ${metMark(memory.met)} (${formatMiB(memory.growthMiB)} MiB)`)
   }
   return items.length === 0 ? '' : `Other targets: ${items.join(' · ')}.`
 }

@@ -81,19 +81,65 @@ export interface ScenarioResult {
   notes: string[]
 }
 
+/** One cell of the rewriter micro-benchmark: a body (shape × size) renamed to one style. */
 export interface MicroResult {
   /** Body size label: "1 KB", "100 KB", "10 MB". */
   size: string
+  /** Body shape: "narrow" (upstream-mock's users page) or "40-key records". */
+  shape: string
   bytes: number
-  /** Key style the body was inflected to, e.g. "camel". */
+  /** Key style the body was renamed to, e.g. "camel". */
   style: string
-  /** JSON.parse + JSON.stringify of the body, MB/s of input. */
-  parseStringifyMBps: number
-  /** JSON.parse + inflect + JSON.stringify, MB/s of input. */
-  inflectMBps: number
-  /** (parse + inflect + stringify time) / (parse + stringify time), median over alternating rounds; target ≤ 1.3. */
-  costRatio: number
+  /** JSON.parse of the body's text, decoded beforehand: MB/s of input. */
+  parseMBps: number
+  /** JSON.parse(buffer.toString()), decoding included: MB/s of input, shown, not judged. */
+  decodeParseMBps: number
+  /** new JsonKeyRewriter(table).rewriteAll(buffer): MB/s of input. */
+  rewriteMBps: number
+  /** Rewriter MB/s ÷ JSON.parse MB/s, median of the per-round ratios; target ≥ 1.0. */
+  ratio: number
   met: boolean
+}
+
+/** The longest synchronous stretch while a large body is renamed chunk by chunk, as the gateway streams it. */
+export interface EventLoopBlockResult {
+  bodyBytes: number
+  chunkBytes: number
+  /** Bodies streamed (every shape × style), and pushes over all of them. */
+  passes: number
+  pushes: number
+  /** The longest single push (one chunk renamed), in ms; target ≤ maxBlockMs. */
+  longestPushMs: number
+  /** Median push, in ms. */
+  medianPushMs: number
+  /** The most CPU time (the process's, GC threads included) one push took, in ms: tells a long push from one that waited for a core; shown, not judged. */
+  longestPushCpuMs: number
+  /** monitorEventLoopDelay over the same passes (1 ms resolution): its max and p99, in ms; shown, not judged. */
+  loopDelayMaxMs: number
+  loopDelayP99Ms: number
+  maxBlockMs: number
+  met: boolean
+}
+
+/** RSS of a process that streams a large body through one rewriter, output discarded. */
+export interface StreamMemoryResult {
+  bodyBytes: number
+  chunkBytes: number
+  style: string
+  rssBeforeMiB: number
+  rssPeakMiB: number
+  rssFinalMiB: number
+  /** max(peak, final) − before, in MiB; target ≤ maxGrowthMiB. */
+  growthMiB: number
+  /** Heap in use + Buffers after a full collection at the end, minus before: what the stream left behind; shown, not judged. */
+  retainedMiB: number
+  maxGrowthMiB: number
+  met: boolean
+}
+
+export interface InflectionStreamResult {
+  eventLoop: EventLoopBlockResult
+  memory: StreamMemoryResult
 }
 
 export interface FloodResult {
@@ -163,6 +209,8 @@ export interface BenchResult {
   /** Against upstream-mock, which builds every page: what a client would see, reported without targets. */
   realistic: ScenarioResult[]
   micro: MicroResult[]
+  /** The rewriter streaming a large body: event-loop block and RSS growth; null when it did not run. */
+  inflectionStream: InflectionStreamResult | null
   flood: FloodResult | null
   identity: IdentityRates | null
   memory: MemoryResult | null

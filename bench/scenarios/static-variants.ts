@@ -22,6 +22,21 @@ export const KEY_TARGET: Target = {
   maxP99ExcessMs: 1
 }
 
+/**
+ * Camel inflection against the bare proxy, by page size: renaming costs per byte, so
+ * the larger page has the lower bound.
+ */
+const CAMEL_TARGETS: Partial<Record<PageSize, Target>> = {
+  '7k': { description: '≥ 0.80 × bare proxy', against: BARE_ID, minThroughputRatio: 0.8 },
+  '30k': { description: '≥ 0.70 × bare proxy', against: BARE_ID, minThroughputRatio: 0.7 }
+}
+
+export function camelTarget (size: PageSize): Target {
+  const target = CAMEL_TARGETS[size]
+  if (target === undefined) throw new Error(`camel inflection has no target for the ${PAGE_LABELS[size]} page`)
+  return target
+}
+
 export function staticGet (ctx: BenchContext, base: string, size: PageSize, headers: Record<string, string> = {}): LoadJob {
   return { url: base + staticUsersPath(size), method: 'GET', headers, connections: ctx.connections, durationSeconds: 0 }
 }
@@ -47,6 +62,12 @@ export function floorVariant (ctx: BenchContext, size: PageSize): VariantSpec {
 /** A gateway with the bench's API key. */
 export function gatewayKeyVariant (ctx: BenchContext, gateway: Service, size: PageSize, id: string, label: string, role: VariantSpec['role'] = 'candidate'): VariantSpec {
   return { id, label, role, pid: gateway.pid, job: () => staticGet(ctx, gateway.url, size, apiKey(ctx)) }
+}
+
+/** The gateway with the bench's API key, asking for camelCase member names. */
+export function gatewayCamelVariant (ctx: BenchContext, size: PageSize): VariantSpec {
+  const { gateway } = ctx.stack
+  return { id: 'gateway-camel', label: 'gateway, API key + camel inflection', role: 'candidate', pid: gateway.pid, job: () => staticGet(ctx, gateway.url, size, { ...apiKey(ctx), 'x-api-inflection': 'camel' }) }
 }
 
 /** Two gateways, the same keyed 7 KB request through each, in one rotation with the headroom pair. */

@@ -131,15 +131,20 @@ t.test('happy: the Markdown report', async (t) => {
   t.same(tableRows(markdown, '## Login and refresh'), [['38.4', `1${NBSP}912.7`, '49.81', 'refreshes/s ≥ 20 × logins/s', MET_MARK]])
   t.same(tableRows(markdown, '## Gateway memory'), [['96.4', '108.9', '131.2', '1.13', 'final RSS ≤ 1.2 × warm-up RSS', MET_MARK]])
   const micro = tableRows(markdown, '## Inflection micro-benchmark')
-  t.equal(micro.length, fixtureResult.micro.length, 'one micro row per size and style')
-  t.same(micro[5], ['10 MB', 'dash', '151.2', '99.8', '1.34', MISSED_MARK])
+  t.equal(micro.length, fixtureResult.micro.length, 'one micro row per shape, size and style')
+  t.same(micro[5], ['40-key records', '10 MB', 'pascal', '251.2', '201.7', '219.8', '0.87', MISSED_MARK])
+  t.match(markdown, 'Target: the rewriter renames at least as many MB/s as `JSON.parse` parses (ratio ≥ 1.00).')
+  const streaming = tableRows(markdown, '## Inflection, streaming')
+  t.same(streaming.map((row) => row.slice(1)), [['4.27 ms', '≤ 10 ms', MET_MARK], ['36.1 MiB', '≤ 32 MiB', MISSED_MARK]], 'the event-loop and memory rows, judged')
+  t.match(streaming[0]?.[0], 'longest synchronous push while 8 bodies of 10.0 MB are renamed in 64 KiB chunks')
+  t.match(streaming[1]?.[0], 'RSS growth of a process streaming 200 MB to camel through one rewriter')
   t.match(markdown, '## Skipped\n\n- nginx reference: no nginx binary on PATH', 'skipped parts as bullets')
   t.ok(markdown.endsWith('\n') && !markdown.endsWith('\n\n'), 'one final newline')
 })
 
 t.test('happy: sections without data are left out', async (t) => {
   const markdown = renderMarkdown(withoutSections(fixtureResult))
-  for (const heading of ['## Realistic upstream', '## Invalid-key flood', '## Login and refresh', '## Gateway memory', '## Inflection micro-benchmark', '## Skipped']) {
+  for (const heading of ['## Realistic upstream', '## Invalid-key flood', '## Login and refresh', '## Gateway memory', '## Inflection micro-benchmark', '## Inflection, streaming', '## Skipped']) {
     t.notMatch(markdown, heading, `${heading} is omitted`)
   }
   t.match(markdown, '## Scenarios', 'the scenarios stay')
@@ -213,7 +218,8 @@ t.test('happy: the README summary and its block', async (t) => {
   const block = renderReadmeSummary(fixtureResult, { markdown: 'bench/results/latest.md', chart: 'bench/results/latest.svg' })
   t.match(block, /^Last run: 2026-03-02, full run \(10 s × 3 rounds, 64 connections\) on AMD EPYC 7B13, 2 cores, .*nginx absent\.\n/, 'one sentence: date, mode, machine')
   t.ok(block.includes(`\n\n${renderMainTable(fixtureResult)}\n\n`), 'the main table, as the report has it')
-  t.match(block, 'Other targets: invalid-key flood ✅ · refreshes ≥ 20 × logins ✅ (49.81) · memory, final ≤ 1.2 × warm-up ✅ (1.13) · inflection micro ≤ 1.3 × ❌ (5 of 6 sizes and styles).')
+  t.match(block, 'Other targets: invalid-key flood ✅ · refreshes ≥ 20 × logins ✅ (49.81) · memory, final ≤ 1.2 × warm-up ✅ (1.13) · inflection rewriter ≥ 1.0 × `JSON.parse` ❌ (5 of 6 shapes, sizes and styles) · ' +
+    'inflection event-loop block ≤ 10 ms ✅ (4.27 ms) · inflection streaming RSS ≤ 32 MiB ❌ (36.1 MiB).')
   t.match(block, 'Full report: [bench/results/latest.md](bench/results/latest.md) · chart: [bench/results/latest.svg](bench/results/latest.svg)')
   t.notMatch(renderReadmeSummary(withoutSections(fixtureResult), { markdown: 'a.md', chart: 'a.svg' }), 'Other targets', 'no line for targets that did not run')
 

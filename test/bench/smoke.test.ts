@@ -39,7 +39,7 @@ t.test('npm run bench -- --quick runs every scenario and writes the reports', as
   t.ok(files.some((f) => f.endsWith('.svg')), 'an SVG chart is written')
   const result = JSON.parse(await readFile(join(out, json as string), 'utf8')) as BenchResult
 
-  t.same(result.scenarios.map((s) => s.id), ['api-key', 'bearer', 'camel', 'api-key-1k', 'api-key-30k', 'many-keys', 'many-routes', 'workers'],
+  t.same(result.scenarios.map((s) => s.id), ['api-key', 'bearer', 'camel', 'api-key-1k', 'api-key-30k', 'camel-30k', 'many-keys', 'many-routes', 'workers'],
     'every throughput scenario against the static upstream is reported')
   t.same(result.realistic.map((s) => s.id), ['realistic-api-key'], 'the realistic-upstream scenario is reported apart')
   t.match(result.settings.loadGenerator, /^autocannon/, 'the report names the load generator (autocannon: --requests counts requests)')
@@ -56,7 +56,7 @@ t.test('npm run bench -- --quick runs every scenario and writes the reports', as
     t.ok(scenario.headroom !== null && Number.isFinite(scenario.headroom), `${scenario.id}: direct ÷ bare is measured in its own rounds`)
     t.equal(scenario.valid, (scenario.headroom ?? 0) >= 3, `${scenario.id}: valid exactly when the headroom is at least 3`)
   }
-  for (const id of ['api-key', 'bearer', 'camel', 'api-key-1k', 'api-key-30k', 'many-keys', 'many-routes']) {
+  for (const id of ['api-key', 'bearer', 'camel', 'api-key-1k', 'api-key-30k', 'camel-30k', 'many-keys', 'many-routes']) {
     const scenario = result.scenarios.find((s) => s.id === id)
     t.equal(scenario?.met === null, scenario?.valid === false, `${id}: judged against its target unless invalid`)
   }
@@ -76,6 +76,8 @@ t.test('npm run bench -- --quick runs every scenario and writes the reports', as
   t.ok((result.identity?.loginsPerSecond ?? 0) > 0 && (result.identity?.refreshesPerSecond ?? 0) > 0, 'logins and refreshes were answered')
   t.ok((result.memory?.warmupRssMiB ?? 0) > 0 && (result.memory?.peakRssMiB ?? 0) >= (result.memory?.finalRssMiB ?? Infinity), 'gateway memory is read')
   t.same([...new Set(result.micro.map((m) => m.size))], ['1 KB', '100 KB', '10 MB'], 'the micro-benchmark covers the three sizes')
+  t.same([...new Set(result.micro.map((m) => m.shape))], ['narrow', '40-key records'], 'and the two shapes')
+  t.ok(result.inflectionStream !== null, 'the event-loop and memory rows of the rewriter are reported')
 
   t.equal(await readFile(join(REPO_ROOT, 'README.md'), 'utf8'), readmeBefore, 'the README is left alone without --readme')
 })
