@@ -1,5 +1,5 @@
 import { DEFAULT_MAX_DEPTH, InflectionDepthError, InflectionMembersError } from './limits.js'
-import { hashStep, KEY_HASH_SEED, type RenameTable } from './rename-table.js'
+import { BODY_START, ENTRY_INTS, KEY_HASH_SEED, UNKNOWN_KEY, viewOf, type RenameTable } from './rename-table.js'
 
 /**
  * Renames the object member names of a JSON text as it streams, on its bytes, and copies
@@ -86,16 +86,27 @@ const N_FRAC = 4
 const N_E = 5
 const N_E_SIGN = 6
 const N_EXP = 7
-/** Number parts after which the number may end. */
-const NUMBER_MAY_END = [false, true, true, false, true, false, false, true]
+/** Number parts after which the number may end, one bit each. */
+const NUMBER_MAY_END = (1 << N_ZERO) | (1 << N_INT) | (1 << N_FRAC) | (1 << N_EXP)
 
 const IN_OBJECT = 1
 const IN_ARRAY = 2
 
 const QUOTE = 0x22
 const BACKSLASH = 0x5c
+const COMMA = 0x2c
+const COLON_BYTE = 0x3a
+const OPEN_OBJECT = 0x7b
+const CLOSE_OBJECT = 0x7d
+const OPEN_ARRAY = 0x5b
+const CLOSE_ARRAY = 0x5d
+/** The prime of hashStep, inlined: the table's hashes are FNV-1a over the name's bytes. */
+const FNV_PRIME = 0x01000193
 
-const EMPTY = Buffer.alloc(0)
+const EMPTY: Buffer = Buffer.alloc(0)
+const EMPTY_VIEW = viewOf(EMPTY)
+/** The names of open objects for a rewriter without uniqueNames: never written. */
+const NO_NAMES: Array<Set<string> | undefined> = []
 const LITERALS = [Buffer.from('true'), Buffer.from('false'), Buffer.from('null')]
 
 function byteTable (test: (byte: number) => boolean): Uint8Array {
@@ -110,10 +121,6 @@ const NAME_BYTE = byteTable((b) => (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <
 const WHITESPACE = byteTable((b) => b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d)
 const HEX = byteTable((b) => (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x46) || (b >= 0x61 && b <= 0x66))
 const ESCAPABLE = byteTable((b) => b === QUOTE || b === BACKSLASH || b === 0x2f || b === 0x62 || b === 0x66 || b === 0x6e || b === 0x72 || b === 0x74)
-const DIGIT = byteTable((b) => b >= 0x30 && b <= 0x39)
-
-/** Runs shorter than this are copied byte by byte: a native copy costs more to call. */
-const NATIVE_COPY_MIN = 100000
 
 export class JsonKeyRewriter {
   private readonly table: RenameTable
@@ -123,9 +130,11 @@ export class JsonKeyRewriter {
   private readonly uniqueNames: boolean
 
   private state = VALUE
-  /** IN_OBJECT or IN_ARRAY per open container; grows to maxDepth as the text nests. */
-  private stack = new Uint8Array(16)
+  /** IN_OBJECT or IN_ARRAY per open container. */
+  private readonly stack: number[] = []
   private depth = 0
+  /** The innermost open container (IN_OBJECT or IN_ARRAY), 0 at depth 0. */
+  private top = 0
   private members = 0
   /** Bytes of the text before the current chunk, for error offsets. */
   private consumed = 0
@@ -135,20 +144,29 @@ export class JsonKeyRewriter {
   private literal: Buffer = LITERALS[0] as Buffer
   private literalAt = 0
 
-  // The member name being read.
+  /** The table's entry for the last member name, from which the next one is guessed. */
+  private previousEntry = BODY_START
+
+  // A member name read the long way: cut by a chunk's end, not a plain name, or needed as a string.
   private keyHash = KEY_HASH_SEED
   private keyLength = 0
   private keyVerbatim = false
+  /** Where the name being read starts in the current chunk (0 when it began in an earlier one). */
+  private keyStart = 0
   /** The name's bytes from earlier chunks, held back until its end shows whether it is renamed. */
   private heldKey: Buffer = EMPTY
   private heldLength = 0
+  /** The name's bytes from earlier chunks when it is needed as a string (uniqueNames, keepTopLevel). */
+  private nameParts: Buffer[] | undefined
   /** Names already used in each open object (uniqueNames only). */
-  private readonly names: Array<Set<string> | undefined> = []
+  private readonly names: Array<Set<string> | undefined>
 
-  // The output of the current chunk.
-  private out: Buffer | undefined
+  // The output of the current chunk: EMPTY until a name changes (scan() starts with it EMPTY).
+  private out: Buffer = EMPTY
   private outLength = 0
   private chunkLength = 0
+  /** Where the bytes not yet written to the output begin: a run of input copied as is, broken only where a name is replaced. */
+  private runStart = 0
 
   constructor (table: RenameTable, options: KeyRewriterOptions = {}) {
     this.table = table
@@ -157,6 +175,7 @@ export class JsonKeyRewriter {
     this.maxMembers = options.maxMembers ?? Number.POSITIVE_INFINITY
     this.keepTopLevel = options.keepTopLevel
     this.uniqueNames = options.uniqueNames ?? false
+    this.names = this.uniqueNames ? [] : NO_NAMES
   }
 
   /**
@@ -165,7 +184,7 @@ export class JsonKeyRewriter {
    * with its names renamed; a name cut by a chunk's end comes out with the next chunk.
    */
   push (chunk: Buffer): Buffer {
-    this.out = undefined
+    this.out = EMPTY
     this.outLength = 0
     this.runStart = 0
     const end = chunk.length
@@ -179,7 +198,7 @@ export class JsonKeyRewriter {
   /** Says the text is complete; throws JsonSyntaxError if it is not. */
   end (): void {
     const state = this.state
-    if (this.depth === 0 && (state === AFTER_VALUE || (state === NUMBER && NUMBER_MAY_END[this.numberPart] === true))) {
+    if (this.depth === 0 && (state === AFTER_VALUE || (state === NUMBER && ((NUMBER_MAY_END >> this.numberPart) & 1) === 1))) {
       this.state = AFTER_VALUE
       return
     }
@@ -193,61 +212,188 @@ export class JsonKeyRewriter {
     return out
   }
 
-  // The scanner. `runStart` is where the bytes not yet written to the output begin: a
-  // run of input copied as is, broken only where a name is replaced.
-  private runStart = 0
-
+  /**
+   * The scanner: one loop, its state in locals (written back at the chunk's end and
+   * around the rare calls that read them from fields). A member name that is a plain
+   * name within the chunk is renamed inline: the table's guess (the entry that followed
+   * the previous name last time) confirmed by comparing bytes, else a hash and a probe.
+   */
   private scan (bytes: Buffer, end: number): void {
-    let i = 0
+    const table = this.table
+    let namesView = table.namesView
+    const view = viewOf(bytes)
+    let entries = table.entries
+    let following = table.following
+    let entryEnd = table.entryEnd
+    const maxMembers = this.maxMembers
+    const uniqueNames = this.uniqueNames
+    const keepsTopLevel = this.keepTopLevel !== undefined
     let state = this.state
+    let depth = this.depth
+    let top = this.top
+    const stack = this.stack
+    let members = this.members
+    let numberPart = this.numberPart
+    let previous = this.previousEntry
+    let out = this.out
+    let outView = EMPTY_VIEW
+    let outLength = this.outLength
+    let run = this.runStart
+    let i = 0
     while (i < end) {
       switch (state) {
         case STRING: {
-          // Most of a body's bytes are here: one table load per byte.
           if (this.escape !== ESCAPE_NONE) {
             i = this.readEscape(bytes, i, end)
             continue
           }
-          while (i < end && PLAIN_STRING[bytes[i] as number] === 1) i++
-          if (i === end) continue
-          const byte = bytes[i] as number
-          if (byte === QUOTE) {
-            state = AFTER_VALUE
-          } else if (byte === BACKSLASH) {
-            this.escape = ESCAPE_START
-          } else {
-            throw this.syntaxError('Bad control character in string', i)
+          // Most of a body's bytes are here: four at a time while none of them is `"`, `\`
+          // or a control character (each test is nonzero when a byte of the word is zero,
+          // or below 0x20), then one at a time up to the byte that stops the string.
+          while (i + 4 <= end) {
+            const word = view.getInt32(i, true)
+            const quotes = word ^ 0x22222222
+            const backslashes = word ^ 0x5c5c5c5c
+            if (((((quotes - 0x01010101) & ~quotes) | ((backslashes - 0x01010101) & ~backslashes) | ((word - 0x20202020) & ~word)) & 0x80808080) !== 0) break
+            i += 4
           }
+          let byte = 0
+          while (i < end) {
+            byte = bytes[i] as number
+            if (PLAIN_STRING[byte] === 0) break
+            i++
+          }
+          if (i === end) continue
+          if (byte === QUOTE) state = AFTER_VALUE
+          else if (byte === BACKSLASH) this.escape = ESCAPE_START
+          else throw this.syntaxError('Bad control character in string', i)
           i++
           continue
         }
-        case KEY_STRING:
-          this.state = state
-          i = this.readKey(bytes, i, end)
-          state = this.state
-          continue
-        case NUMBER:
-          i = this.readNumber(bytes, i, end)
-          state = this.state
-          continue
-        case LITERAL: {
-          const literal = this.literal
-          while (i < end && this.literalAt < literal.length) {
-            if (bytes[i] !== literal[this.literalAt]) throw this.syntaxError('Unexpected token', i)
-            i++
-            this.literalAt++
-          }
-          if (this.literalAt === literal.length) state = AFTER_VALUE
-          continue
-        }
-        default: {
+        case AFTER_VALUE: {
           const byte = bytes[i] as number
-          if (WHITESPACE[byte] === 1) {
+          if (byte === COMMA) {
+            if (top === IN_OBJECT) {
+              i++
+              state = KEY
+              continue
+            }
+            if (top === IN_ARRAY) {
+              i++
+              state = VALUE
+              continue
+            }
+          } else if ((byte === CLOSE_OBJECT && top === IN_OBJECT) || (byte === CLOSE_ARRAY && top === IN_ARRAY)) {
             i++
+            depth--
+            top = depth === 0 ? 0 : stack[depth - 1] as number
+            if (uniqueNames) this.names[depth] = undefined
+            continue
+          } else if (WHITESPACE[byte] === 1) {
+            i = skipWhitespace(bytes, i + 1, end)
             continue
           }
-          // The bytes every member has, without a call: `:` after its name, `,` after its value.
-          if (byte === 0x3a && state === COLON) {
+          if (depth === 0) throw this.syntaxError('Unexpected data after JSON', i)
+          throw this.syntaxError('Expected \',\' or the end of the container', i)
+        }
+        case KEY:
+        case KEY_OR_CLOSE: {
+          const byte = bytes[i] as number
+          if (byte !== QUOTE) {
+            if (byte === CLOSE_OBJECT && state === KEY_OR_CLOSE) {
+              i++
+              depth--
+              top = depth === 0 ? 0 : stack[depth - 1] as number
+              if (uniqueNames) this.names[depth] = undefined
+              state = AFTER_VALUE
+              continue
+            }
+            if (WHITESPACE[byte] === 1) {
+              i = skipWhitespace(bytes, i + 1, end)
+              continue
+            }
+            throw this.syntaxError('Expected a member name', i)
+          }
+          if (++members > maxMembers) throw new InflectionMembersError(maxMembers)
+          i++
+          state = KEY_STRING
+          if (keepsTopLevel && depth === 1) {
+            this.startKey(i)
+            continue
+          }
+          // A plain name that ends in this chunk is renamed here. First the guess: the
+          // guessed name's bytes, then the closing quote; else hash the name and probe.
+          let entry = 0
+          let close = 0
+          const guess = following[previous] as number
+          if (guess !== 0 && guess < entryEnd) {
+            const at = guess * ENTRY_INTS
+            close = i + (entries[at + 1] as number)
+            if (close < end && bytes[close] === QUOTE && sameBytes(view, i, close, namesView, entries[at] as number)) entry = guess
+          }
+          let target = EMPTY_VIEW
+          let targetStart = 0
+          let targetLength = -1
+          if (entry === 0) {
+            let hash = KEY_HASH_SEED
+            close = i
+            while (close < end) {
+              const byte = bytes[close] as number
+              if (NAME_BYTE[byte] === 0) break
+              hash = Math.imul(hash ^ byte, FNV_PRIME)
+              close++
+            }
+            if (close === end || bytes[close] !== QUOTE || close - i > MAX_RENAMED_KEY_BYTES) {
+              this.startKey(i)
+              continue
+            }
+            // The table may grow: read its arrays again.
+            entry = table.entryFor(bytes, i, close, hash)
+            namesView = table.namesView
+            entries = table.entries
+            following = table.following
+            entryEnd = table.entryEnd
+            following[previous] = entry
+            if (entry === 0) {
+              const unremembered = table.unremembered
+              if (unremembered !== null) {
+                target = viewOf(unremembered)
+                targetLength = unremembered.length
+              }
+            }
+          }
+          if (uniqueNames) {
+            this.depth = depth
+            this.checkUnique(entry !== 0 ? table.renamedName(entry) : latin1Or(table.unremembered, bytes.toString('latin1', i, close)))
+          }
+          if (entry !== 0) {
+            previous = entry
+            target = namesView
+            targetStart = entries[entry * ENTRY_INTS + 2] as number
+            targetLength = entries[entry * ENTRY_INTS + 3] as number
+          } else {
+            previous = UNKNOWN_KEY
+          }
+          if (targetLength >= 0) {
+            // Write the run before the name, then the new name; the run goes on from the quote.
+            const needed = outLength + (i - run) + targetLength
+            if (needed > out.length) {
+              out = this.growOutput(out, outLength, needed, end)
+              outView = viewOf(out)
+            }
+            copyBytes(outView, outLength, view, run, i)
+            outLength += i - run
+            copyBytes(outView, outLength, target, targetStart, targetStart + targetLength)
+            outLength += targetLength
+            run = close
+          }
+          i = close + 1
+          state = COLON
+          continue
+        }
+        case COLON: {
+          const byte = bytes[i] as number
+          if (byte === COLON_BYTE) {
             i++
             state = VALUE
             if (i < end && bytes[i] === QUOTE) {
@@ -256,102 +402,131 @@ export class JsonKeyRewriter {
             }
             continue
           }
-          if (byte === 0x2c && state === AFTER_VALUE && this.depth > 0 && this.stack[this.depth - 1] === IN_OBJECT && i + 1 < end && bytes[i + 1] === QUOTE) {
-            if (++this.members > this.maxMembers) throw new InflectionMembersError(this.maxMembers)
-            i += 2
-            state = KEY_STRING
-            this.keyHash = KEY_HASH_SEED
-            this.keyLength = 0
-            this.keyVerbatim = false
-            this.heldLength = 0
-            this.keyStart = i
+          if (WHITESPACE[byte] === 1) {
+            i = skipWhitespace(bytes, i + 1, end)
             continue
           }
-          this.state = state
-          this.readStructure(byte, i)
-          state = this.state
-          i++
-          if (state === KEY_STRING) {
-            this.keyHash = KEY_HASH_SEED
-            this.keyLength = 0
-            this.keyVerbatim = false
-            this.heldLength = 0
-            this.keyStart = i
+          throw this.syntaxError('Expected \':\'', i)
+        }
+        case VALUE:
+        case VALUE_OR_CLOSE: {
+          const byte = bytes[i] as number
+          if (byte === QUOTE) {
+            state = STRING
+          } else if ((byte >= 0x30 && byte <= 0x39) || byte === 0x2d) {
+            numberPart = byte === 0x2d ? N_MINUS : byte === 0x30 ? N_ZERO : N_INT
+            state = NUMBER
+          } else if (byte === OPEN_OBJECT || byte === OPEN_ARRAY) {
+            if (depth >= this.maxDepth) throw new InflectionDepthError(this.maxDepth)
+            top = byte === OPEN_OBJECT ? IN_OBJECT : IN_ARRAY
+            stack[depth++] = top
+            if (top === IN_OBJECT) {
+              if (uniqueNames) this.names[depth - 1] = undefined
+              state = KEY_OR_CLOSE
+            } else {
+              state = VALUE_OR_CLOSE
+            }
+          } else if (byte === CLOSE_ARRAY && state === VALUE_OR_CLOSE) {
+            depth--
+            top = depth === 0 ? 0 : stack[depth - 1] as number
+            state = AFTER_VALUE
+          } else if (byte === 0x74 || byte === 0x66 || byte === 0x6e) {
+            this.literal = LITERALS[byte === 0x74 ? 0 : byte === 0x66 ? 1 : 2] as Buffer
+            this.literalAt = 1
+            state = LITERAL
+          } else if (WHITESPACE[byte] === 1) {
+            i = skipWhitespace(bytes, i + 1, end)
+            continue
+          } else {
+            throw this.syntaxError('Unexpected token', i)
           }
+          i++
+          continue
+        }
+        case NUMBER: {
+          let part = numberPart
+          while (i < end) {
+            const byte = bytes[i] as number
+            if (byte >= 0x30 && byte <= 0x39) {
+              if (part === N_INT || part === N_FRAC || part === N_EXP) {
+                // One more digit of a run: the common case.
+                i++
+                continue
+              }
+              if (part === N_ZERO) throw this.syntaxError('Leading zero in number', i)
+              if (part === N_MINUS) part = byte === 0x30 ? N_ZERO : N_INT
+              else if (part === N_DOT) part = N_FRAC
+              else if (part === N_E || part === N_E_SIGN) part = N_EXP
+            } else if (byte === 0x2e && (part === N_ZERO || part === N_INT)) {
+              part = N_DOT
+            } else if ((byte === 0x65 || byte === 0x45) && (part === N_ZERO || part === N_INT || part === N_FRAC)) {
+              part = N_E
+            } else if ((byte === 0x2b || byte === 0x2d) && part === N_E) {
+              part = N_E_SIGN
+            } else {
+              if (((NUMBER_MAY_END >> part) & 1) === 0) throw this.syntaxError('Unterminated number', i)
+              state = AFTER_VALUE
+              break
+            }
+            i++
+          }
+          numberPart = part
+          continue
+        }
+        case LITERAL: {
+          const literal = this.literal
+          let at = this.literalAt
+          while (i < end && at < literal.length) {
+            if (bytes[i] !== literal[at]) throw this.syntaxError('Unexpected token', i)
+            i++
+            at++
+          }
+          this.literalAt = at
+          if (at === literal.length) state = AFTER_VALUE
+          continue
+        }
+        default: {
+          // KEY_STRING: a member name read the long way, with the state in fields.
+          this.state = state
+          this.depth = depth
+          this.out = out
+          this.outLength = outLength
+          this.runStart = run
+          i = this.readKey(bytes, i, end)
+          state = this.state
+          if (out !== this.out) {
+            out = this.out
+            outView = viewOf(out)
+          }
+          outLength = this.outLength
+          run = this.runStart
+          previous = UNKNOWN_KEY
+          namesView = table.namesView
+          entries = table.entries
+          following = table.following
+          entryEnd = table.entryEnd
         }
       }
     }
     this.state = state
+    this.depth = depth
+    this.top = top
+    this.members = members
+    this.numberPart = numberPart
+    this.previousEntry = previous
+    this.out = out
+    this.outLength = outLength
+    this.runStart = run
     if (state === KEY_STRING) this.holdKeyTail(bytes, end)
   }
 
-  /** Where the name being read starts in the current chunk (0 when it began in an earlier one). */
-  private keyStart = 0
-
-  /** A byte between tokens: the next token starts, or it is punctuation. */
-  private readStructure (byte: number, at: number): void {
-    const state = this.state
-    const top = this.depth === 0 ? 0 : this.stack[this.depth - 1] as number
-    if (state === AFTER_VALUE && this.depth === 0) throw this.syntaxError('Unexpected data after JSON', at)
-    if (state === COLON) {
-      if (byte !== 0x3a) throw this.syntaxError('Expected \':\'', at)
-      this.state = VALUE
-      return
-    }
-    if (state === AFTER_VALUE) {
-      if (byte === 0x2c) {
-        this.state = top === IN_OBJECT ? KEY : VALUE
-      } else if ((byte === 0x7d && top === IN_OBJECT) || (byte === 0x5d && top === IN_ARRAY)) {
-        this.close()
-      } else {
-        throw this.syntaxError('Expected \',\' or the end of the container', at)
-      }
-      return
-    }
-    if (state === KEY_OR_CLOSE || state === KEY) {
-      if (byte === QUOTE) {
-        if (++this.members > this.maxMembers) throw new InflectionMembersError(this.maxMembers)
-        this.state = KEY_STRING
-      } else if (byte === 0x7d && state === KEY_OR_CLOSE) {
-        this.close()
-      } else {
-        throw this.syntaxError('Expected a member name', at)
-      }
-      return
-    }
-    // VALUE or VALUE_OR_CLOSE: a value starts.
-    if (byte === 0x5d && state === VALUE_OR_CLOSE) {
-      this.close()
-    } else if (byte === QUOTE) {
-      this.state = STRING
-    } else if (byte === 0x7b || byte === 0x5b) {
-      if (this.depth >= this.maxDepth) throw new InflectionDepthError(this.maxDepth)
-      if (this.depth === this.stack.length) this.growStack()
-      this.stack[this.depth++] = byte === 0x7b ? IN_OBJECT : IN_ARRAY
-      if (byte === 0x7b && this.uniqueNames) this.names[this.depth - 1] = undefined
-      this.state = byte === 0x7b ? KEY_OR_CLOSE : VALUE_OR_CLOSE
-    } else if (byte === 0x2d || DIGIT[byte] === 1) {
-      this.numberPart = byte === 0x2d ? N_MINUS : byte === 0x30 ? N_ZERO : N_INT
-      this.state = NUMBER
-    } else if (byte === 0x74 || byte === 0x66 || byte === 0x6e) {
-      this.literal = LITERALS[byte === 0x74 ? 0 : byte === 0x66 ? 1 : 2] as Buffer
-      this.literalAt = 1
-      this.state = LITERAL
-    } else {
-      throw this.syntaxError('Unexpected token', at)
-    }
-  }
-
-  private growStack (): void {
-    const grown = new Uint8Array(Math.min(this.stack.length * 4, this.maxDepth))
-    grown.set(this.stack)
-    this.stack = grown
-  }
-
-  private close (): void {
-    this.depth--
-    if (this.uniqueNames) this.names[this.depth] = undefined
-    this.state = AFTER_VALUE
+  /** A member name starts at `at`, to be read the long way. */
+  private startKey (at: number): void {
+    this.keyHash = KEY_HASH_SEED
+    this.keyLength = 0
+    this.keyVerbatim = false
+    this.heldLength = 0
+    this.keyStart = at
   }
 
   /** Escape sequences, in value strings and in names alike. Returns the next index. */
@@ -371,30 +546,6 @@ export class JsonKeyRewriter {
     return i
   }
 
-  private readNumber (bytes: Buffer, i: number, end: number): number {
-    let part = this.numberPart
-    while (i < end) {
-      const byte = bytes[i] as number
-      if (DIGIT[byte] === 1) {
-        if (part === N_ZERO) throw this.syntaxError('Leading zero in number', i)
-        part = part === N_MINUS ? (byte === 0x30 ? N_ZERO : N_INT) : part === N_DOT ? N_FRAC : part === N_E || part === N_E_SIGN ? N_EXP : part
-      } else if (byte === 0x2e && (part === N_ZERO || part === N_INT)) {
-        part = N_DOT
-      } else if ((byte === 0x65 || byte === 0x45) && (part === N_ZERO || part === N_INT || part === N_FRAC)) {
-        part = N_E
-      } else if ((byte === 0x2b || byte === 0x2d) && part === N_E) {
-        part = N_E_SIGN
-      } else {
-        if (NUMBER_MAY_END[part] !== true) throw this.syntaxError('Unterminated number', i)
-        this.state = AFTER_VALUE
-        return i
-      }
-      i++
-    }
-    this.numberPart = part
-    return i
-  }
-
   /**
    * Reads a member name up to its closing quote (or the chunk's end), hashing the bytes
    * it may rename. At the quote, writes the run before the name and the new name when
@@ -406,7 +557,7 @@ export class JsonKeyRewriter {
       let hash = this.keyHash
       const from = i
       while (i < end && NAME_BYTE[bytes[i] as number] === 1) {
-        hash = hashStep(hash, bytes[i] as number)
+        hash = Math.imul(hash ^ (bytes[i] as number), FNV_PRIME)
         i++
       }
       this.keyHash = hash
@@ -439,32 +590,39 @@ export class JsonKeyRewriter {
     this.flushHeld()
   }
 
-  /** The name ends at `quote`: write it renamed if its name changes. */
+  /** The name read the long way ends at `quote`: write it renamed if its name changes. */
   private endKey (bytes: Buffer, quote: number): void {
     if (this.uniqueNames || (this.keepTopLevel !== undefined && this.depth === 1)) {
       const name = this.nameOf(bytes, quote)
       if (this.depth === 1 && this.keepTopLevel?.has(name) === true) {
+        // A kept name still counts among its object's names.
+        if (this.uniqueNames) this.checkUnique(name)
         this.flushHeld()
         return
       }
-      if (this.uniqueNames) this.checkUnique(bytes, quote, name)
+      if (this.uniqueNames) this.checkUnique(this.keyVerbatim ? name : latin1Or(this.renamedKey(bytes, quote), name))
     }
     if (this.keyVerbatim) return
+    const renamed = this.renamedKey(bytes, quote)
     const held = this.heldLength
     if (held > 0) {
-      // The name began in an earlier chunk: put it together in the held buffer.
-      this.heldKey.set(bytes.subarray(0, quote), held)
       this.heldLength = 0
-      const renamed = this.table.lookup(this.heldKey, 0, held + quote, this.keyHash)
       this.write(renamed ?? this.heldKey, 0, renamed === null ? held + quote : renamed.length)
       this.runStart = quote
       return
     }
-    const renamed = this.table.lookup(bytes, this.keyStart, quote, this.keyHash)
     if (renamed === null) return
     this.write(bytes, this.runStart, this.keyStart)
     this.write(renamed, 0, renamed.length)
     this.runStart = quote
+  }
+
+  /** The new name of the plain name ending at `quote`; its bytes from earlier chunks join the held ones. */
+  private renamedKey (bytes: Buffer, quote: number): Buffer | null {
+    const held = this.heldLength
+    if (held === 0) return this.table.lookup(bytes, this.keyStart, quote, this.keyHash) as Buffer | null
+    this.heldKey.set(bytes.subarray(0, quote), held)
+    return this.table.lookup(this.heldKey, 0, held + quote, this.keyHash) as Buffer | null
   }
 
   private flushHeld (): void {
@@ -477,17 +635,14 @@ export class JsonKeyRewriter {
   /** The name as written, decoded (escapes included): for uniqueNames and keepTopLevel, never on the hot path. */
   private nameOf (bytes: Buffer, quote: number): string {
     const tail = bytes.subarray(this.keyStart, quote)
-    const raw = this.heldLength > 0 ? Buffer.concat([this.heldKey.subarray(0, this.heldLength), tail]) : tail
-    return JSON.parse(`"${raw.toString('utf8')}"`) as string
+    const parts = this.nameParts
+    const raw = parts !== undefined && parts.length > 0 ? Buffer.concat([...parts, tail]) : tail
+    if (parts !== undefined) parts.length = 0
+    // A plain name is its Latin-1 string; any other is decoded as JSON would.
+    return this.keyVerbatim ? JSON.parse(`"${raw.toString('utf8')}"`) as string : raw.toString('latin1')
   }
 
-  private checkUnique (bytes: Buffer, quote: number, name: string): void {
-    let renamed = name
-    if (!this.keyVerbatim) {
-      const source = this.heldLength > 0 ? Buffer.concat([this.heldKey.subarray(0, this.heldLength), bytes.subarray(0, quote)]) : bytes.subarray(this.keyStart, quote)
-      const target = this.table.lookup(source, 0, source.length, hashOf(source))
-      if (target !== null) renamed = Buffer.from(target).toString('latin1')
-    }
+  private checkUnique (renamed: string): void {
     const index = this.depth - 1
     let names = this.names[index]
     if (names === undefined) {
@@ -498,51 +653,50 @@ export class JsonKeyRewriter {
     names.add(renamed)
   }
 
-  /** The chunk ends inside a name that may still be renamed: hold its bytes back. */
+  /** The chunk ends inside a name: hold back its bytes that may still be renamed or are needed as a string. */
   private holdKeyTail (bytes: Buffer, end: number): void {
-    if (this.keyVerbatim) return
     const from = this.keyStart
+    // The next chunk continues the name from its first byte.
+    this.keyStart = 0
+    if (this.uniqueNames || (this.keepTopLevel !== undefined && this.depth === 1)) (this.nameParts ??= []).push(Buffer.from(bytes.subarray(from, end)))
+    if (this.keyVerbatim) return
     if (this.heldLength === 0) this.write(bytes, this.runStart, from)
     if (this.heldKey === EMPTY) this.heldKey = Buffer.allocUnsafe(MAX_RENAMED_KEY_BYTES)
     this.heldKey.set(bytes.subarray(from, end), this.heldLength)
     this.heldLength += end - from
-    // The next chunk continues the name from its first byte.
-    this.keyStart = 0
     this.runStart = end
   }
 
   /** Appends bytes to the current chunk's output. */
-  private write (source: Uint8Array, start: number, end: number): void {
+  private write (source: Buffer, start: number, end: number): void {
     const length = end - start
     if (length <= 0) return
     let out = this.out
-    if (out === undefined || this.outLength + length > out.length) out = this.growOutput(length)
-    let at = this.outLength
-    if (length < NATIVE_COPY_MIN) {
-      for (let i = start; i < end; i++) out[at++] = source[i] as number
-    } else {
-      out.set(source.subarray(start, end), at)
-      at += length
+    if (this.outLength + length > out.length) {
+      out = this.growOutput(out, this.outLength, this.outLength + length, this.chunkLength)
+      this.out = out
     }
+    let at = this.outLength
+    for (let i = start; i < end; i++) out[at++] = source[i] as number
     this.outLength = at
   }
 
   /**
-   * Room for `more` bytes. The first allocation is sized to the chunk with a margin, so
-   * that renaming (which rarely lengthens a body by more) writes into one buffer.
+   * A buffer of at least `needed` bytes holding the first `used` of `out`. The first is
+   * the chunk's size with a small margin: renaming rarely lengthens a body, and a buffer
+   * no larger than needed is more often memory the allocator has handed out before (a
+   * fresh page costs a fault when first written).
    */
-  private growOutput (more: number): Buffer {
-    const wanted = this.outLength + more
-    const size = this.out === undefined ? Math.max(wanted, this.chunkLength + (this.chunkLength >> 2) + 64) : wanted * 2
+  private growOutput (out: Buffer, used: number, needed: number, chunkLength: number): Buffer {
+    const size = out === EMPTY ? Math.max(needed, chunkLength + (chunkLength >> 5) + 64) : needed + (chunkLength >> 2) + 64
     const grown = Buffer.allocUnsafe(size)
-    if (this.out !== undefined) this.out.copy(grown, 0, 0, this.outLength)
-    this.out = grown
+    if (used > 0) out.copy(grown, 0, 0, used)
     return grown
   }
 
   private takeOutput (chunk: Buffer, end: number): Buffer {
     const runStart = this.runStart
-    if (this.out === undefined) return runStart === 0 ? chunk : chunk.subarray(runStart, end)
+    if (this.out === EMPTY) return runStart === 0 ? chunk : chunk.subarray(runStart, end)
     this.write(chunk, runStart, end)
     return this.out.subarray(0, this.outLength)
   }
@@ -552,8 +706,40 @@ export class JsonKeyRewriter {
   }
 }
 
-function hashOf (bytes: Uint8Array): number {
-  let hash = KEY_HASH_SEED
-  for (let i = 0; i < bytes.length; i++) hash = hashStep(hash, bytes[i] as number)
-  return hash
+/** The index of the first byte from `i` that is not whitespace (or `end`). */
+function skipWhitespace (bytes: Buffer, i: number, end: number): number {
+  while (i < end && WHITESPACE[bytes[i] as number] === 1) i++
+  return i
+}
+
+/** Copies `from[start, end)` to `to` at `at`, four bytes at a time (the last four may overlap the ones before). */
+function copyBytes (to: DataView, at: number, from: DataView, start: number, end: number): void {
+  const length = end - start
+  if (length >= 4) {
+    const last = length - 4
+    for (let k = 0; k < last; k += 4) to.setInt32(at + k, from.getInt32(start + k, true), true)
+    to.setInt32(at + last, from.getInt32(start + last, true), true)
+  } else {
+    for (let k = 0; k < length; k++) to.setUint8(at + k, from.getUint8(start + k))
+  }
+}
+
+/** Whether `a[start, end)` holds the bytes at `b[from]`, four at a time. */
+function sameBytes (a: DataView, start: number, end: number, b: DataView, from: number): boolean {
+  const length = end - start
+  if (length >= 4) {
+    const last = length - 4
+    for (let k = 0; k < last; k += 4) {
+      if (a.getInt32(start + k, true) !== b.getInt32(from + k, true)) return false
+    }
+    return a.getInt32(start + last, true) === b.getInt32(from + last, true)
+  }
+  for (let k = 0; k < length; k++) {
+    if (a.getUint8(start + k) !== b.getUint8(from + k)) return false
+  }
+  return true
+}
+
+function latin1Or (bytes: Buffer | null, otherwise: string): string {
+  return bytes === null ? otherwise : bytes.toString('latin1')
 }

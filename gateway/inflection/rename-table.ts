@@ -46,6 +46,8 @@ export class RenameTable {
   private readonly slotHashes: Int32Array
   private readonly mask: number
   private readonly targets: Array<Buffer | null> = []
+  /** Per entry, from FIRST_ENTRY: the new name as its bytes read (the key itself when it keeps its name). */
+  private readonly renamedNames: string[] = []
   private readonly maxEntries: number
   private readonly rename: Rename
   private readonly onRemember: ((source: string, target: string) => void) | undefined
@@ -53,6 +55,8 @@ export class RenameTable {
   // For the rewriter, not the table's API: read again after every call that may remember a key (they grow).
   /** The bytes of every remembered name and new name. */
   names: Buffer = Buffer.alloc(1024)
+  /** `names`, read four bytes at a time. */
+  namesView: DataView = viewOf(this.names)
   private namesUsed = 0
   /** ENTRY_INTS per entry number. */
   entries: Int32Array = new Int32Array(FIRST_ENTRY_CAPACITY * ENTRY_INTS)
@@ -60,7 +64,8 @@ export class RenameTable {
   following: Int32Array = new Int32Array(FIRST_ENTRY_CAPACITY)
   /** The new name (or SAME_NAME) of the last key entryFor could not remember. */
   unremembered: Buffer | null = SAME_NAME
-  private nextEntry = FIRST_ENTRY
+  /** Entry numbers below this one are in use. */
+  entryEnd = FIRST_ENTRY
 
   /**
    * `rename` gives a key's new name (the key itself when it keeps its name);
@@ -80,15 +85,16 @@ export class RenameTable {
   }
 
   /** Keys remembered; never above maxEntries. */
-  get size (): number { return this.nextEntry - FIRST_ENTRY }
+  get size (): number { return this.entryEnd - FIRST_ENTRY }
 
   /** Forgets every key, for a rename whose answers have changed. */
   clear (): void {
     this.slots.fill(0)
     this.following.fill(0)
     this.targets.length = 0
+    this.renamedNames.length = 0
     this.namesUsed = 0
-    this.nextEntry = FIRST_ENTRY
+    this.entryEnd = FIRST_ENTRY
   }
 
   /**
@@ -127,7 +133,7 @@ export class RenameTable {
       this.unremembered = target
       return 0
     }
-    const entry = this.nextEntry++
+    const entry = this.entryEnd++
     if (entry >= this.following.length) this.growEntries()
     const at = entry * ENTRY_INTS
     const sourceStart = this.reserveNames(length + (target === null ? 0 : target.length))
@@ -143,10 +149,16 @@ export class RenameTable {
       this.entries[at + 3] = target.length
     }
     this.targets.push(target)
+    this.renamedNames.push(target === null ? key : target.toString('latin1'))
     slots[slot] = entry
     slotHashes[slot] = hash
     this.onRemember?.(key, renamed)
     return entry
+  }
+
+  /** The new name of an entry's key, as a string: for a rewriter that compares names. */
+  renamedName (entry: number): string {
+    return this.renamedNames[entry - FIRST_ENTRY] as string
   }
 
   private growEntries (): void {
@@ -165,8 +177,14 @@ export class RenameTable {
       const names = Buffer.alloc(Math.max(this.names.length * 2, start + length))
       this.names.copy(names, 0, 0, start)
       this.names = names
+      this.namesView = viewOf(names)
     }
     this.namesUsed = start + length
     return start
   }
+}
+
+/** A DataView over exactly `bytes`. */
+export function viewOf (bytes: Uint8Array): DataView {
+  return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
 }
