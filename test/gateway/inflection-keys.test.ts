@@ -14,6 +14,7 @@ import {
   type KeyCase
 } from '../../gateway/inflection/index.js'
 import { KEY_HASH_SEED, hashStep } from '../../gateway/inflection/rename-table.js'
+import { seededRandom } from '../helpers/seeded-random.js'
 
 /** Key → [snake, camel, dash, pascal]. */
 const TABLE: Array<[string, [string, string, string, string]]> = [
@@ -119,17 +120,6 @@ function upstreamMockKeys (): string[] {
 const UPSTREAM_KEYS = upstreamMockKeys()
 const SNAKE_KEY = /^_*[a-z0-9]+(_[a-z0-9]+)*_*$/
 
-/** Deterministic pseudo-random numbers (mulberry32), so a failure can be replayed. */
-function random (seed: number): () => number {
-  let state = seed
-  return () => {
-    state = (state + 0x6D2B79F5) | 0
-    let x = Math.imul(state ^ (state >>> 15), 1 | state)
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-}
-
 function pick (next: () => number, alphabet: string): string {
   return alphabet[Math.floor(next() * alphabet.length)] as string
 }
@@ -139,7 +129,7 @@ function pick (next: () => number, alphabet: string): string {
  * prefix or suffix; one-letter words and digit words are frequent on purpose.
  */
 function canonicalKeys (separator: '_' | '-', count: number, seed: number): string[] {
-  const next = random(seed)
+  const next = seededRandom(seed)
   const keys: string[] = []
   for (let k = 0; k < count; k++) {
     const words: string[] = []
@@ -160,7 +150,7 @@ function canonicalKeys (separator: '_' | '-', count: number, seed: number): stri
 
 /** Arbitrary keys over the characters the splitter cares about. */
 function arbitraryKeys (count: number, seed: number): string[] {
-  const next = random(seed)
+  const next = seededRandom(seed)
   const keys: string[] = []
   for (let k = 0; k < count; k++) {
     let key = ''

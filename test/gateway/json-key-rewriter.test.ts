@@ -10,6 +10,7 @@ import {
   type KeyCase,
   type KeyRewriterOptions
 } from '../../gateway/inflection/index.js'
+import { seededRandom } from '../helpers/seeded-random.js'
 
 /**
  * The rewriter's contract, checked against a reference of our own: the output is the
@@ -17,19 +18,9 @@ import {
  * Bodies are generated from a seed (mulberry32), so a failure names a body to replay.
  */
 
-function random (seed: number): () => number {
-  let state = seed
-  return () => {
-    state = (state + 0x6D2B79F5) | 0
-    let x = Math.imul(state ^ (state >>> 15), 1 | state)
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-}
-
 class Rng {
   readonly next: () => number
-  constructor (seed: number) { this.next = random(seed) }
+  constructor (seed: number) { this.next = seededRandom(seed) }
   int (min: number, max: number): number { return min + Math.floor(this.next() * (max - min + 1)) }
   chance (probability: number): boolean { return this.next() < probability }
   pick<T> (items: readonly T[]): T { return items[this.int(0, items.length - 1)] as T }

@@ -11,6 +11,7 @@ import {
 import { EDGE_KEYS_JSON } from '../../upstream-mock/edge-bodies.js'
 import { pageMeta } from '../../upstream-mock/resource-routes.js'
 import { seedMeeting, seedTask, seedUser } from '../../upstream-mock/seed.js'
+import { seededRandom } from '../helpers/seeded-random.js'
 
 /**
  * A name an upstream sent comes back to it in the spelling it sent, whatever style the
@@ -35,23 +36,13 @@ function renameOne (table: RenameTable, key: string): string {
   return Object.keys(out)[0] as string
 }
 
-function random (seed: number): () => number {
-  let state = seed
-  return () => {
-    state = (state + 0x6D2B79F5) | 0
-    let x = Math.imul(state ^ (state >>> 15), 1 | state)
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-}
-
 /**
  * Upstream names in `separator` case: words of letters and digits, with words that are
  * digits only and one-letter words (the ones camel and pascal lose), and a leading or
  * trailing separator now and then.
  */
 function upstreamKeys (separator: '_' | '-', count: number, seed: number): string[] {
-  const next = random(seed)
+  const next = seededRandom(seed)
   const pick = (alphabet: string): string => alphabet[Math.floor(next() * alphabet.length)] as string
   const keys: string[] = []
   for (let k = 0; k < count; k++) {
