@@ -109,6 +109,8 @@ interface Upstream {
   release: () => void
   /** Whether the paused body has been written to its end. */
   pausedDone: () => boolean
+  /** Whether the endless body's connection has been closed (by the gateway). */
+  endlessClosed: () => boolean
 }
 
 async function startUpstream (t: Test): Promise<Upstream> {
@@ -117,6 +119,7 @@ async function startUpstream (t: Test): Promise<Upstream> {
   let release: () => void = () => {}
   const released = new Promise<void>((resolve) => { release = resolve })
   let pausedDone = false
+  let endlessClosed = false
 
   const json = (res: ServerResponse, status = 200, extra: Record<string, string> = {}): void => {
     res.writeHead(status, { 'content-type': 'application/json', ...extra })
@@ -167,6 +170,16 @@ async function startUpstream (t: Test): Promise<Upstream> {
           }
           pausedDone = true
         })())
+      } else if (path === '/s/endless') {
+        // A body that never ends: only the gateway closing the connection stops it.
+        res.once('close', () => { endlessClosed = true })
+        stream(res, (function * () {
+          const block = Buffer.from(Array(BLOCK_RECORDS).fill(record(upstreamNames)).join(','))
+          const comma = Buffer.from(',')
+          yield Buffer.from('[')
+          yield block
+          for (;;) { yield comma; yield block }
+        })())
       } else if (path === '/s/invalid-small') {
         stream(res, (async function * () { yield Buffer.from('{"order_id": 1, "is_done": tru'); await sleep(20); yield Buffer.from('x}') })())
       } else if (path === '/s/invalid-large') {
@@ -196,7 +209,8 @@ async function startUpstream (t: Test): Promise<Upstream> {
     requests,
     fixed,
     release: () => { release() },
-    pausedDone: () => pausedDone
+    pausedDone: () => pausedDone,
+    endlessClosed: () => endlessClosed
   }
 }
 
@@ -358,6 +372,28 @@ t.test('inflection as it streams, over real sockets', async (t) => {
     t.equal(small.body.toString(), '{"orderId":1,"isDone":true}', 'a small chunked upstream body, renamed')
     t.equal(small.headers['content-length'], String(small.body.length), 'comes with a Content-Length')
     t.equal(small.headers['transfer-encoding'], undefined, 'not chunked')
+  })
+
+  t.test('a client that goes away mid-stream: the upstream connection is closed, the gateway serves on', async (t) => {
+    const { hostname, port } = new URL(gateway.url)
+    const received = await new Promise<number>((resolve) => {
+      const req = httpRequest({ host: hostname, port, path: '/s/endless', agent: false, headers: { accept: 'application/json', ...as('camel') } }, (res) => {
+        let bytes = 0
+        res.on('data', (chunk: Buffer) => {
+          bytes += chunk.length
+          if (bytes > HOLD_BYTES * 4) req.destroy()
+        })
+        res.on('error', () => {})
+        res.on('close', () => { resolve(bytes) })
+      })
+      req.on('error', () => {})
+      req.end()
+    })
+    t.ok(received > HOLD_BYTES * 4, `the client read ${received} bytes, then hung up`)
+    const deadline = Date.now() + 5_000
+    while (!upstream.endlessClosed() && Date.now() < deadline) await sleep(20)
+    t.ok(upstream.endlessClosed(), 'the gateway closed its upstream connection: it does not keep reading a body nobody wants')
+    t.equal((await http(`${gateway.url}/healthz`)).status, 200, 'and keeps serving')
   })
 
   t.test('invalid JSON and a reset upstream', async (t) => {
