@@ -3,7 +3,7 @@ import type { Transform } from 'node:stream'
 import { CommonProblems } from '../../common/problem.js'
 import { GatewayDetails, GatewayProblems } from '../errors.js'
 import {
-  DuplicateNameError, InflectionDepthError, InflectionMembersError, JsonKeyRewriter, JsonSyntaxError, type RenameTable
+  countMembers, DuplicateNameError, InflectionDepthError, InflectionMembersError, JsonKeyRewriter, JsonSyntaxError, type RenameTable
 } from '../inflection/index.js'
 
 const JSON_CONTENT_TYPE = /^application\/(?:[\w.+-]+\+)?json(?:\s*;|$)/i
@@ -36,8 +36,13 @@ export function createDecoder (encoding: string): Transform | undefined {
  * deeper than `maxDepth`, has more than `maxMembers` members, or has two members of one
  * object that would reach the upstream under one name: which of the two an upstream
  * keeps depends on its parser, so the gateway does not guess.
+ *
+ * Members are counted on the bytes first: a body of thousands of distinct names would
+ * otherwise cost a conversion per name up to the limit (and fill the request table with
+ * names no upstream sent) before it is refused.
  */
 export function rewriteRequestBody (body: Buffer, table: RenameTable, maxDepth: number, maxMembers: number): Buffer {
+  if (countMembers(body, maxMembers) > maxMembers) throw GatewayProblems.bodyTooWide([maxMembers])
   try {
     return new JsonKeyRewriter(table, { maxDepth, maxMembers, uniqueNames: true }).rewriteAll(body)
   } catch (err) {

@@ -203,11 +203,11 @@ t.test('bad request bodies', async (t) => {
       createTask('1 000 000 members, inflected', million, TOO_LARGE, [JSON_TYPE, CAMEL]),
       echo('1 000 000 members', million, TOO_LARGE),
       login('1 000 000 members, inflected', million, TOO_LARGE, [JSON_TYPE, CAMEL]),
-      // GATEWAY_MAX_INFLECTED_REQUEST_MEMBERS (10 000): counted as the body is read, at every depth; the first limit crossed answers.
+      // GATEWAY_MAX_INFLECTED_REQUEST_MEMBERS (10 000): counted before the body is parsed, whatever the depth.
       createTask('10 001 members, inflected', manyKeys(10_001), TOO_WIDE, [JSON_TYPE, CAMEL]),
       echo('10 001 members', manyKeys(10_001), TOO_WIDE),
       echo('10 001 members spread over 10 001 objects', JSON.stringify(Array.from({ length: 10_001 }, (_, i) => ({ [`a_b${i}`]: 0 }))), TOO_WIDE),
-      echo('10 001 members, 10 001 levels deep: level 513 comes before member 10 001', nested(10_001), TOO_DEEP),
+      echo('10 001 members, 10 001 levels deep: the count comes first', nested(10_001), TOO_WIDE),
       createTask('10 001 members, not inflected: the upstream answers', manyKeys(10_001), UPSTREAM_INVALID)
     ])
 

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { InflectionMembersError, JsonKeyRewriter, RenameTable, convertKey, type KeyRewriterOptions } from '../../gateway/inflection/index.js'
+import { InflectionMembersError, JsonKeyRewriter, RenameTable, convertKey, countMembers, type KeyRewriterOptions } from '../../gateway/inflection/index.js'
 
 /** The rewriter's work per body is bounded by its number of object members, at every depth together. */
 
@@ -31,7 +31,7 @@ t.test('maxMembers: at the cap is fine, one more throws, whatever the spacing an
   t.throws(() => rewrite('{ "a" : 1 , "b" : 2 }', { maxMembers: 1 }), InflectionMembersError)
 })
 
-t.test('maxMembers: members at every depth count together; arrays, strings and empty objects do not', async (t) => {
+t.test('maxMembers and countMembers (the request bodies\' count before any rename): members at every depth count together; arrays, strings and empty objects do not', async (t) => {
   const cases: Array<[string, number]> = [
     ['{}', 0], ['[]', 0], ['1', 0], ['"a:b,\\"c\\":1"', 0], ['[{},{},[{}]]', 0],
     ['{"a":1}', 1],
@@ -44,6 +44,7 @@ t.test('maxMembers: members at every depth count together; arrays, strings and e
   ]
   for (const [text, count] of cases) {
     const label = text.length > 50 ? `${text.slice(0, 50)}…` : text
+    t.equal(countMembers(Buffer.from(text)), count, `${label}: countMembers`)
     for (const chunk of CHUNKS) {
       t.doesNotThrow(() => rewrite(text, { maxMembers: count }, chunk), `${label}: ${count} members fit a cap of ${count}`)
       if (count > 0) t.throws(() => rewrite(text, { maxMembers: count - 1 }, chunk), InflectionMembersError, `${label}: not a cap of ${count - 1}`)
@@ -52,6 +53,7 @@ t.test('maxMembers: members at every depth count together; arrays, strings and e
 })
 
 t.test('maxMembers: unlimited by default; the error comes before the text ends', async (t) => {
+  t.equal(countMembers(Buffer.from(wide(1_000)), 10), 11, 'countMembers stops once past the limit')
   t.doesNotThrow(() => rewrite(wide(50_000), {}), 'no cap unless asked')
   // Not JSON beyond the cap: the cap is reached first, while the text is still valid.
   t.throws(() => rewrite(`${wide(11).slice(0, -1)},"x":garbage`, { maxMembers: 10 }), InflectionMembersError)
