@@ -1,4 +1,6 @@
 import type { JWTPayload, JWTVerifyOptions } from 'jose'
+import { Value } from 'typebox/value'
+import { GrantedPolicies, type GrantedPolicy } from './traffic/policy.js'
 
 /**
  * The access-token profile identity issues and the gateway verifies (RFC 9068 JWTs).
@@ -37,6 +39,8 @@ export interface AccessTokenClaims {
   exp: number
   /** Granted when the token was issued; checked with `permits` (common/permissions.ts). */
   permissions: string[]
+  /** The traffic policies of the user's roles when the token was issued (claim `tpol`); empty when none. */
+  policies: GrantedPolicy[]
 }
 
 export interface AccessTokenCheck {
@@ -71,8 +75,9 @@ const isTime = (value: unknown): value is number => typeof value === 'number' &&
  * (a token signed by the right key but not as identity issues them).
  */
 export function readAccessTokenClaims (payload: JWTPayload): AccessTokenClaims | null {
-  const { sub, sid, jti, iat, exp, permissions } = payload
+  const { sub, sid, jti, iat, exp, permissions, tpol } = payload
   if (!isString(sub) || !isString(sid) || !isString(jti) || !isTime(iat) || !isTime(exp)) return null
   if (!Array.isArray(permissions) || !permissions.every(isString)) return null
-  return { sub, sid, jti, iat, exp, permissions }
+  if (tpol !== undefined && !Value.Check(GrantedPolicies, tpol)) return null
+  return { sub, sid, jti, iat, exp, permissions, policies: (tpol ?? []) as GrantedPolicy[] }
 }

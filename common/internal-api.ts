@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { LOOKUP_ID_PATTERN } from './api-key-format.js'
+import { GrantedPolicies } from './traffic/policy.js'
 
 /**
  * Identity's internal API, which gateways call with the service credential: identity
@@ -32,7 +33,16 @@ export const KeyVerifyRequest = Type.Object({ key: Type.String({ maxLength: 1024
 export const KeyVerdict = Type.Union([
   Type.Object({
     valid: Type.Literal(true),
-    key: Type.Object({ id: Type.String(), name: Type.String(), permissions: Type.Array(Type.String()), expires_at: NullableTimestamp }),
+    key: Type.Object({
+      id: Type.String(),
+      name: Type.String(),
+      permissions: Type.Array(Type.String()),
+      expires_at: NullableTimestamp,
+      /** The user the key belongs to, whose per-user policies it shares; null for a key of its own. */
+      owner_user_id: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+      /** The key's traffic policies and its owner's roles'; absent from an identity that has none. */
+      policies: Type.Optional(GrantedPolicies)
+    }),
     /** Present when the old secret of a rotation was used: the gateway adds Deprecation/Sunset. */
     deprecation: Type.Union([Type.Object({ deprecated_at: Timestamp, sunset_at: Timestamp }), Type.Null()])
   }),
@@ -103,3 +113,41 @@ export const KeyUsageReceipt = Type.Object({
   duplicate: Type.Boolean()
 })
 export type KeyUsageReceipt = Static<typeof KeyUsageReceipt>
+
+/** POST: quota units a gateway counted since its last report, and the totals it asks for. */
+export const QUOTA_USAGE_PATH = '/internal/quotas/usage'
+/** Most counters in one quota report (uses and reads each). */
+export const QUOTA_USAGE_MAX_ENTRIES = 500
+/**
+ * A quota counter's name, chosen by the gateway: `<scope>|<policy>|<partition>`, such as
+ * `key|monthly|k:key_123` or `route:GET:/reports|daily|u:usr_9`. Printable ASCII without
+ * quotes or backslashes, so it never needs escaping.
+ */
+export const QUOTA_COUNTER_PATTERN = '^[!#-\\[\\]-~]{1,2600}$'
+const quotaCounterMembers = {
+  counter: Type.String({ pattern: QUOTA_COUNTER_PATTERN, maxLength: 2600 }),
+  /** Start of the counted period, ms since the epoch (UTC calendar); 0 for a quota that never refills. */
+  period_start: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })
+}
+export const QuotaUse = Type.Object({ ...quotaCounterMembers, count: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }) }, { additionalProperties: false })
+export type QuotaUse = Static<typeof QuotaUse>
+/** A quota counter in one period. */
+export const QuotaCounterRef = Type.Object(quotaCounterMembers, { additionalProperties: false })
+
+/**
+ * A quota report: `uses` are added (once per `batch_id`, as for key usage), then the
+ * totals of every counter in `uses` and `read` are answered.
+ */
+export const QuotaUsageReport = Type.Object({
+  batch_id: Type.String({ pattern: '^[0-9A-Za-z_-]{16,64}$' }),
+  uses: Type.Array(QuotaUse, { maxItems: QUOTA_USAGE_MAX_ENTRIES }),
+  read: Type.Array(QuotaCounterRef, { maxItems: QUOTA_USAGE_MAX_ENTRIES })
+}, { additionalProperties: false })
+export type QuotaUsageReport = Static<typeof QuotaUsageReport>
+
+export const QuotaTotals = Type.Object({
+  /** The batch was applied before: nothing was added again. */
+  duplicate: Type.Boolean(),
+  counters: Type.Array(Type.Object({ ...quotaCounterMembers, used: Type.Integer({ minimum: 0 }) }))
+})
+export type QuotaTotals = Static<typeof QuotaTotals>

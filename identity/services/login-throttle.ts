@@ -1,6 +1,6 @@
 import { createAttemptBudget, type AttemptOutcome } from './attempt-budget.js'
 import type { Clock } from './clock.js'
-import { clientNetwork } from './client-network.js'
+import { clientNetwork } from '../../common/client-network.js'
 
 export interface LoginThrottleOptions {
   enabled: boolean

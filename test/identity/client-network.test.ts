@@ -1,5 +1,5 @@
 import t from 'tap'
-import { clientNetwork } from '../../identity/services/client-network.js'
+import { clientNetwork } from '../../common/client-network.js'
 
 /**
  * Per-IP login limits count an IPv4 address as itself (however written) and an IPv6
