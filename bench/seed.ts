@@ -47,7 +47,7 @@ export async function seedIdentity (env: Record<string, string>, options: { many
     db.transaction(() => {
       for (let i = 0; i < options.manyKeys; i++) {
         const lookupId = randomLookupId()
-        store.insert({ id: newId('key'), name: `bench-${i}`, permissions: BENCH_PERMISSIONS, expiresAt }, { lookupId, secretHash }, now)
+        store.insert({ id: newId('key'), name: `bench-${i}`, permissions: BENCH_PERMISSIONS, expiresAt, policies: [], ownerUserId: null }, { lookupId, secretHash }, now)
         if (i < options.trafficKeys) trafficKeys.push(formatApiKey(lookupId, secret))
       }
     })()

@@ -21,8 +21,13 @@ function explain (error: ErrorObject, value: unknown): string {
   // Name the offending item of a list (`--permissions: "tasks:?" must match ...`); scalars are not echoed.
   const item = /^\/(\d+)$/.exec(error.instancePath)
   const itemValue = item !== null && Array.isArray(value) ? value[Number(item[1])] : undefined
-  const prefix = typeof itemValue === 'string' ? `${JSON.stringify(itemValue)} ` : ''
-  return `${prefix}${error.message ?? 'is invalid'}`
+  // Or the member of an object an option was made into (`--policy "…": limit must be <= 10000`).
+  const member = /^\/([A-Za-z_]\w*)$/.exec(error.instancePath)?.[1]
+  const prefix = typeof itemValue === 'string' ? `${JSON.stringify(itemValue)} ` : member !== undefined ? `${member} ` : ''
+  // Ajv does not list an enum's values; the operator needs them.
+  const allowed = (error.params as { allowedValues?: unknown }).allowedValues
+  const message = error.keyword === 'enum' && Array.isArray(allowed) ? `must be one of ${allowed.join(', ')}` : error.message
+  return `${prefix}${message ?? 'is invalid'}`
 }
 
 /**

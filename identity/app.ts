@@ -17,6 +17,7 @@ import { adminSigningKeyRoutes } from './routes/admin/signing-keys.js'
 import { adminUserRoutes } from './routes/admin/users.js'
 import { keysUsageRoutes } from './routes/internal/keys-usage.js'
 import { keysVerifyRoutes } from './routes/internal/keys-verify.js'
+import { quotasUsageRoutes } from './routes/internal/quotas-usage.js'
 import { sessionsRevokedRoutes } from './routes/internal/sessions-revoked.js'
 import { healthRoutes } from './routes/health.js'
 import { systemClock, type Clock } from './services/clock.js'
@@ -108,7 +109,7 @@ export async function buildIdentity (config: IdentityConfig, options: BuildIdent
   guardAdminListener(adminApp as unknown as FastifyInstance, config)
   await registerDocumentation(adminApp as unknown as FastifyInstance, IDENTITY_ADMIN_DOCUMENTATION)
   for (const routes of [adminUserRoutes, adminRoleRoutes, adminApiKeyRoutes, adminSessionRoutes, adminSigningKeyRoutes,
-    keysVerifyRoutes, keysUsageRoutes, sessionsRevokedRoutes]) {
+    keysVerifyRoutes, keysUsageRoutes, quotasUsageRoutes, sessionsRevokedRoutes]) {
     await adminApp.register(routes, { services })
   }
   await adminApp.register(healthRoutes)

@@ -48,7 +48,7 @@ export const IDENTITY_ADMIN_DOCUMENTATION: DocumentationOptions = {
   security: [{ adminCredential: [] }],
   tags: [
     { name: 'users' }, { name: 'roles' }, { name: 'api-keys' }, { name: 'sessions' }, { name: 'signing-keys' },
-    { name: 'internal', description: 'For gateways: key verification and the revocation feed.' },
+    { name: 'internal', description: 'For gateways: key verification, key usage and quota reports, and the revocation feed.' },
     { name: 'metrics', description: 'Prometheus metrics, for the admin or the service credential.' },
     { name: 'health', description: 'Liveness (no credential).' }
   ]

@@ -1,5 +1,6 @@
 import { Type } from 'typebox'
 import { PERMISSION_PATTERN } from '../common/permissions.js'
+import { TrafficPolicies } from '../common/traffic/policy.js'
 
 /**
  * JSON schemas shared by identity's routes. Every body is closed
@@ -63,6 +64,7 @@ export const UserView = Type.Object({
 export const RoleView = Type.Object({
   name: Type.String(),
   permissions: Type.Array(Type.String()),
+  policies: TrafficPolicies,
   created_at: Timestamp,
   updated_at: Timestamp
 })
@@ -98,6 +100,10 @@ export const ApiKeyView = Type.Object({
   name: Type.String(),
   key_prefix: Type.String(),
   permissions: Type.Array(Type.String()),
+  /** The key's own traffic policies; its owner's roles' apply too. */
+  policies: TrafficPolicies,
+  /** The user the key belongs to: per-user policies count its uses with theirs. */
+  owner_user_id: NullableString,
   status: Type.Union([Type.Literal('active'), Type.Literal('disabled'), Type.Literal('revoked'), Type.Literal('expired')]),
   expires_at: NullableTimestamp,
   created_at: Timestamp,

@@ -30,7 +30,9 @@ export function userView (user: UserRecord, permissions: string[]): Static<typeo
 }
 
 export function roleView (role: RoleRecord): Static<typeof RoleView> {
-  return { name: role.name, permissions: role.permissions, created_at: iso(role.createdAt), updated_at: iso(role.updatedAt) }
+  return {
+    name: role.name, permissions: role.permissions, policies: role.policies, created_at: iso(role.createdAt), updated_at: iso(role.updatedAt)
+  }
 }
 
 export function sessionView (session: SessionRecord, now: number): Static<typeof SessionView> {
@@ -61,6 +63,8 @@ export function apiKeyView (key: ApiKeyRecord, secrets: ApiKeySecretRecord[], no
     name: key.name,
     key_prefix: current !== undefined ? keyPrefix(current.lookupId) : '',
     permissions: key.permissions,
+    policies: key.policies,
+    owner_user_id: key.ownerUserId,
     status: key.revokedAt !== null
       ? 'revoked'
       : key.disabledAt !== null ? 'disabled' : key.expiresAt !== null && key.expiresAt <= now ? 'expired' : 'active',

@@ -7,6 +7,7 @@ import { warn, UsageError, type CliIo } from '../io.js'
 import type { Answer } from '../output.js'
 import { identityAction } from '../identity-action.js'
 import { checked, checkedArgument, parseDurationSeconds, parseList, parseWholeNumber, PERMISSIONS_HINT, TIMESTAMP_HINT } from '../input.js'
+import { policiesFrom, withPolicyOptions, type PolicyOptions } from '../policy-argument.js'
 
 const KEY_COLUMNS = ['id', 'name', 'key_prefix', 'status', 'permissions', 'expires_at', 'last_used_at']
 
@@ -52,16 +53,19 @@ function createdAnswer (services: IdentityServices, io: CliIo, result: CreatedKe
 export function registerKeyCommands (program: Command, io: CliIo): void {
   const keys = program.command('keys').description('API keys: create, list, update, disable, revoke, rotate')
 
-  addExpiryOptions(keys.command('create'))
+  withPolicyOptions(addExpiryOptions(keys.command('create')), false)
     .description('create an API key; the full key is printed once')
     .requiredOption('--name <name>', 'a unique name, e.g. the client it is for')
     .requiredOption('--permissions <list>', 'comma-separated permissions, e.g. users:list,tasks:*')
-    .action(identityAction<ExpiryOptions & { name: string, permissions: string }>(io, async ({ options, services }) => {
+    .option('--owner <user-id>', "the user the key belongs to: it shares the user's per-user policies and gets their roles' policies")
+    .action(identityAction<ExpiryOptions & PolicyOptions & { name: string, permissions: string, owner?: string }>(io, async ({ options, services }) => {
       const name = checked(KeyName, options.name, '--name')
       const permissions = checked(Permissions, parseList(options.permissions), '--permissions', PERMISSIONS_HINT)
+      const policies = policiesFrom(options) ?? []
+      const ownerUserId = options.owner !== undefined ? checked(Id, options.owner, '--owner') : null
       const expiry = expiryFrom(options)
       const s = await services()
-      return createdAnswer(s, io, await s.apiKeys.create({ name, permissions, expiresAt: expiry?.(s.clock.now()) ?? null }))
+      return createdAnswer(s, io, await s.apiKeys.create({ name, permissions, policies, ownerUserId, expiresAt: expiry?.(s.clock.now()) ?? null }))
     }))
 
   keys.command('list')
@@ -80,22 +84,24 @@ export function registerKeyCommands (program: Command, io: CliIo): void {
       return { body: { api_key: view(s, id) } }
     }))
 
-  addExpiryOptions(keys.command('update'))
-    .description("change an API key's permissions or expiry")
+  withPolicyOptions(addExpiryOptions(keys.command('update')), true)
+    .description("change an API key's permissions, expiry or traffic policies (--policy replaces them all)")
     .argument('<id>', 'key id')
     .option('--permissions <list>', 'comma-separated permissions (replaces the current ones)')
     .addOption(new Option('--no-expiry', 'remove the expiry').conflicts(['expiresAt', 'expiresIn']))
-    .action(identityAction<ExpiryOptions & { permissions?: string }>(io, async ({ args, options, services }) => {
+    .action(identityAction<ExpiryOptions & PolicyOptions & { permissions?: string }>(io, async ({ args, options, services }) => {
       const id = checkedArgument(Id, args[0], 'id')
       const permissions = options.permissions !== undefined ? checked(Permissions, parseList(options.permissions), '--permissions', PERMISSIONS_HINT) : undefined
       const expiry = expiryFrom(options)
-      if (permissions === undefined && expiry === undefined) {
-        throw new UsageError('nothing to change: give --permissions, --expires-at, --expires-in or --no-expiry')
+      const policies = policiesFrom(options)
+      if (permissions === undefined && expiry === undefined && policies === undefined) {
+        throw new UsageError('nothing to change: give --permissions, --expires-at, --expires-in, --no-expiry, --policy or --no-policies')
       }
       const s = await services()
       const { key, warnings } = await s.apiKeys.update(id, {
         ...(permissions !== undefined ? { permissions } : {}),
-        ...(expiry !== undefined ? { expiresAt: expiry(s.clock.now()) } : {})
+        ...(expiry !== undefined ? { expiresAt: expiry(s.clock.now()) } : {}),
+        ...(policies !== undefined ? { policies } : {})
       })
       for (const warning of warnings) warn(io, warning)
       return { body: { api_key: view(s, key.id), warnings } }

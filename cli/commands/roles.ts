@@ -4,20 +4,22 @@ import { roleView } from '../../identity/views.js'
 import type { CliIo } from '../io.js'
 import { identityAction } from '../identity-action.js'
 import { checked, checkedArgument, parseList, PERMISSIONS_HINT } from '../input.js'
+import { policiesFrom, withPolicyOptions, type PolicyOptions } from '../policy-argument.js'
 
 /** `portier roles …`: the operations of /admin/roles. */
 export function registerRoleCommands (program: Command, io: CliIo): void {
   const roles = program.command('roles').description('roles and the permissions they grant (resource:action, resource:*, *)')
 
-  roles.command('set')
-    .description('create a role or replace its permissions')
+  withPolicyOptions(roles.command('set'), true)
+    .description('create a role or replace its permissions, and its traffic policies when --policy or --no-policies is given')
     .argument('<name>', 'role name (lower case, digits, - and _)')
     .requiredOption('--permissions <list>', 'comma-separated permissions, e.g. users:list,tasks:* (quote * in the shell)')
-    .action(identityAction<{ permissions: string }>(io, async ({ args, options, services }) => {
+    .action(identityAction<PolicyOptions & { permissions: string }>(io, async ({ args, options, services }) => {
       const name = checkedArgument(RoleName, args[0], 'name')
       const permissions = checked(Permissions, parseList(options.permissions), '--permissions', PERMISSIONS_HINT)
+      const policies = policiesFrom(options)
       const s = await services()
-      return { body: { role: roleView(await s.roles.set(name, permissions)) } }
+      return { body: { role: roleView(await s.roles.set(name, permissions, policies)) } }
     }))
 
   roles.command('list')

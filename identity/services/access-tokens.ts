@@ -7,6 +7,7 @@ import { randomBase62 } from '../../common/random.js'
 import { IdentityDetails, IdentityProblems } from '../errors.js'
 import type { Clock } from './clock.js'
 import type { SigningKeys } from './signing-keys.js'
+import type { UserGrants } from './user-grants.js'
 
 export interface AccessTokensOptions {
   signingKeys: SigningKeys
@@ -23,13 +24,16 @@ export function createAccessTokens (options: AccessTokensOptions) {
   const { signingKeys, clock, issuer, audience, ttlSeconds } = options
 
   return {
-    async issue (subject: { userId: string, sessionId: string, permissions: string[] }): Promise<string> {
+    /** The token of a session, granting what the user's roles grant now. */
+    async issue (subject: { userId: string, sessionId: string } & UserGrants): Promise<string> {
       const { kid, alg, key } = await signingKeys.active()
       const iat = Math.floor(clock.now() / 1000)
-      const claims: AccessTokenClaims = {
-        sub: subject.userId, sid: subject.sessionId, jti: randomBase62(22), iat, exp: iat + ttlSeconds, permissions: subject.permissions
+      const { policies, ...claims }: AccessTokenClaims = {
+        sub: subject.userId, sid: subject.sessionId, jti: randomBase62(22), iat, exp: iat + ttlSeconds, permissions: subject.permissions, policies: subject.policies
       }
-      return await new SignJWT({ ...claims, iss: issuer, aud: audience, client_id: ACCESS_TOKEN_CLIENT_ID })
+      // `tpol` only when there are policies: most tokens carry none, and stay as short as before.
+      const payload = { ...claims, ...(policies.length > 0 ? { tpol: policies } : {}) }
+      return await new SignJWT({ ...payload, iss: issuer, aud: audience, client_id: ACCESS_TOKEN_CLIENT_ID })
         .setProtectedHeader({ alg, kid, typ: ACCESS_TOKEN_TYP })
         .sign(key)
     },

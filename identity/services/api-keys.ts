@@ -4,14 +4,17 @@ import type { EventBus } from '../../common/event-bus.js'
 import type { AuthEvent } from '../../common/events.js'
 import type { KeyInvalidReason } from '../../common/internal-api.js'
 import { normalizePermissions } from '../../common/permissions.js'
+import type { GrantedPolicy, TrafficPolicy } from '../../common/traffic/policy.js'
 import type { Db } from '../store/db.js'
 import type { ApiKeysStore, ApiKeyRecord, ApiKeySecretRecord, KeyUseReport } from '../store/api-keys-store.js'
+import type { UsersStore } from '../store/users-store.js'
 import { IdentityProblems } from '../errors.js'
 import type { IdentityMetrics } from '../observability/metrics.js'
 import type { KeyVerificationResult } from '../observability/metrics.js'
 import { createAttemptBudget } from './attempt-budget.js'
 import type { Clock } from './clock.js'
 import type { KeySecrets } from './key-secrets.js'
+import { checkedPolicies, keyPolicyGrants } from './traffic-policies.js'
 
 const DAY_MS = 86_400_000
 /**
@@ -23,17 +26,13 @@ const DAY_MS = 86_400_000
  */
 export const LEGACY_WRONG_SECRETS_PER_WINDOW = 5
 export const LEGACY_WRONG_SECRET_WINDOW_MS = 15 * 60_000
-/**
- * How long an applied usage report's id is remembered. A gateway sends a report again
- * until it hears identity's answer, backing off to a minute between tries: a day
- * covers any outage after which anyone would still trust the counts.
- */
-export const KEY_USAGE_BATCH_MEMORY_MS = 86_400_000
 
 export type KeyVerification =
   | {
     valid: true
     key: ApiKeyRecord
+    /** The key's own traffic policies, then its owner's roles' (as of this verification). */
+    policies: GrantedPolicy[]
     /** Set when the presented secret was replaced by a rotation and is in its grace period. */
     deprecation: { deprecatedAt: number, sunsetAt: number } | null
   }
@@ -42,6 +41,10 @@ export type KeyVerification =
 export interface ApiKeysOptions {
   db: Db
   store: ApiKeysStore
+  /** Where a key's owner must exist. */
+  users: Pick<UsersStore, 'byId'>
+  /** The policies the roles of a key's owner grant. */
+  ownerPolicies: (userId: string) => GrantedPolicy[]
   secrets: KeySecrets
   metrics: Pick<IdentityMetrics, 'keyVerifications' | 'keyHashUpgrades'>
   events: EventBus
@@ -55,6 +58,16 @@ export interface CreatedKey {
   /** The full key text: shown once, never stored. */
   secret: string
   warnings: string[]
+}
+
+export interface NewKey {
+  name: string
+  permissions: string[]
+  expiresAt: number | null
+  /** Absent: none. */
+  policies?: TrafficPolicy[]
+  /** The user the key belongs to; absent or null: nobody's. */
+  ownerUserId?: string | null
 }
 
 export type ApiKeys = ReturnType<typeof createApiKeys>
@@ -74,13 +87,18 @@ const refused = (reason: KeyInvalidReason, result: KeyVerificationResult = reaso
  * rotated with a grace period for the old secret, and verified for the gateway.
  */
 export function createApiKeys (options: ApiKeysOptions) {
-  const { db, store, secrets, metrics, events, clock } = options
+  const { db, store, users, secrets, metrics, events, clock } = options
   const legacyBudget = createAttemptBudget({ limit: LEGACY_WRONG_SECRETS_PER_WINDOW, windowMs: LEGACY_WRONG_SECRET_WINDOW_MS, clock })
 
   function get (id: string): ApiKeyRecord {
     const key = store.byId(id)
     if (key === null) throw IdentityProblems.keyNotFound([id])
     return key
+  }
+
+  function requireOwner (userId: string | null): string | null {
+    if (userId !== null && users.byId(userId) === null) throw IdentityProblems.userNotFound([userId])
+    return userId
   }
 
   function mutable (id: string): ApiKeyRecord {
@@ -169,7 +187,9 @@ export function createApiKeys (options: ApiKeysOptions) {
     const deprecation = secret.retiredAt !== null && secret.graceUntil !== null
       ? { deprecatedAt: secret.retiredAt, sunsetAt: secret.graceUntil }
       : null
-    return { verification: { valid: true, key: get(key.id), deprecation }, result: 'valid' }
+    const current = get(key.id)
+    const ownerGrants = current.ownerUserId !== null ? options.ownerPolicies(current.ownerUserId) : []
+    return { verification: { valid: true, key: current, policies: keyPolicyGrants(current.policies, ownerGrants), deprecation }, result: 'valid' }
   }
 
   return {
@@ -177,7 +197,9 @@ export function createApiKeys (options: ApiKeysOptions) {
     list: () => store.list(),
     secretsOf: (id: string) => store.secretsOf(id),
 
-    async create (input: { name: string, permissions: string[], expiresAt: number | null }): Promise<CreatedKey> {
+    async create (input: NewKey): Promise<CreatedKey> {
+      const policies = checkedPolicies(input.policies ?? [])
+      const ownerUserId = requireOwner(input.ownerUserId ?? null)
       if (store.byName(input.name) !== null) throw IdentityProblems.keyNameTaken([input.name])
       const { expiresAt, warnings } = checkedExpiry(input.expiresAt)
       const generated = generateApiKey()
@@ -185,7 +207,7 @@ export function createApiKeys (options: ApiKeysOptions) {
       const id = newId('key')
       try {
         db.transaction(() => {
-          store.insert({ id, name: input.name, permissions: normalizePermissions(input.permissions), expiresAt },
+          store.insert({ id, name: input.name, permissions: normalizePermissions(input.permissions), policies, ownerUserId, expiresAt },
             { lookupId: generated.lookupId, secretHash }, clock.now())
         })()
       } catch (err) {
@@ -196,11 +218,13 @@ export function createApiKeys (options: ApiKeysOptions) {
       return { key: get(id), secret: generated.key, warnings }
     },
 
-    async update (id: string, changes: { permissions?: string[], expiresAt?: number | null }): Promise<{ key: ApiKeyRecord, warnings: string[] }> {
+    /** Changes what is given (policies replace the key's own), keeps the rest. */
+    async update (id: string, changes: { permissions?: string[], expiresAt?: number | null, policies?: TrafficPolicy[] }): Promise<{ key: ApiKeyRecord, warnings: string[] }> {
       const key = mutable(id)
+      const policies = changes.policies !== undefined ? checkedPolicies(changes.policies) : key.policies
       const { expiresAt, warnings } = changes.expiresAt !== undefined ? checkedExpiry(changes.expiresAt) : { expiresAt: key.expiresAt, warnings: [] }
       const permissions = changes.permissions !== undefined ? normalizePermissions(changes.permissions) : key.permissions
-      store.update(id, permissions, expiresAt, clock.now())
+      store.update(id, { permissions, policies, expiresAt }, clock.now())
       await announce('key.updated', id)
       return { key: get(id), warnings }
     },
@@ -242,7 +266,7 @@ export function createApiKeys (options: ApiKeysOptions) {
     recordUses (batchId: string, uses: readonly KeyUseReport[]) {
       const now = clock.now()
       const bounded = uses.map((use) => ({ ...use, lastUsedAt: Math.min(use.lastUsedAt, now) }))
-      return store.recordUses(batchId, bounded, now, now - KEY_USAGE_BATCH_MEMORY_MS)
+      return store.recordUses(batchId, bounded, now)
     },
 
     /**

@@ -4,6 +4,7 @@ import type { IdentityCoreConfig } from '../config.js'
 import { createIdentityMetrics, type IdentityMetrics } from '../observability/metrics.js'
 import type { Db } from '../store/db.js'
 import { createApiKeysStore } from '../store/api-keys-store.js'
+import { createQuotaStore } from '../store/quota-store.js'
 import { createRolesStore } from '../store/roles-store.js'
 import { createSessionsStore } from '../store/sessions-store.js'
 import { createSigningKeysStore } from '../store/signing-keys-store.js'
@@ -14,11 +15,14 @@ import type { Clock } from './clock.js'
 import { createLogin, type Login } from './login.js'
 import { createLoginThrottle } from './login-throttle.js'
 import { createKeySecrets } from './key-secrets.js'
+import { createOwnedKeyNotices } from './owned-keys.js'
 import { createArgon2Hashers } from './password-hasher.js'
+import { createQuotas, type Quotas } from './quotas.js'
 import { createRoles, type Roles } from './roles.js'
 import { createSessions, type Sessions } from './sessions.js'
 import { createSigningKeyProtection } from './signing-key-protection.js'
 import { createSigningKeys, type SigningKeys } from './signing-keys.js'
+import { createGrants } from './user-grants.js'
 import { createUsers, type Users } from './users.js'
 
 /** Where start-up notes go: the server's logger; the CLI shows some on stderr. Counts only, never key material. */
@@ -37,6 +41,7 @@ export interface IdentityServices {
   users: Users
   roles: Roles
   apiKeys: ApiKeys
+  quotas: Quotas
   signingKeys: SigningKeys
   accessTokens: AccessTokens
   /** The union of a user's role permissions. */
@@ -72,6 +77,9 @@ export async function createIdentityServices (config: IdentityCoreConfig, deps: 
   const metrics = deps.metrics ?? createIdentityMetrics({ processMetrics: false })
   const usersStore = createUsersStore(db)
   const rolesStore = createRolesStore(db)
+  const apiKeysStore = createApiKeysStore(db)
+  const grants = createGrants({ users: usersStore, roles: rolesStore })
+  const ownerPoliciesChanged = createOwnedKeyNotices({ keys: apiKeysStore, events, clock })
   const protection = createSigningKeyProtection({
     encryptionKey: config.signingKeyEncryptionKey, previousEncryptionKey: config.previousSigningKeyEncryptionKey
   })
@@ -88,6 +96,7 @@ export async function createIdentityServices (config: IdentityCoreConfig, deps: 
     db,
     store: createSessionsStore(db),
     users: usersStore,
+    grantsOf: grants.of,
     accessTokens,
     events,
     clock,
@@ -97,17 +106,19 @@ export async function createIdentityServices (config: IdentityCoreConfig, deps: 
     sessionMaxSeconds: config.sessionMaxSeconds,
     refreshReuseGraceSeconds: config.refreshReuseGraceSeconds
   })
-  const users = createUsers({ db, store: usersStore, roles: rolesStore, hasher: hashers.passwords, sessions, events, clock })
+  const users = createUsers({ db, store: usersStore, roles: rolesStore, hasher: hashers.passwords, sessions, events, clock, ownerPoliciesChanged })
   const throttle = createLoginThrottle({ ...config.loginThrottle, clock })
   return {
     clock,
     login: createLogin({ users: usersStore, userAccounts: users, hasher: hashers.passwords, sessions, throttle, metrics }),
     sessions,
     users,
-    roles: createRoles({ store: rolesStore, events, clock }),
+    roles: createRoles({ db, store: rolesStore, events, clock, ownerPoliciesChanged }),
     apiKeys: createApiKeys({
       db,
-      store: createApiKeysStore(db),
+      store: apiKeysStore,
+      users: usersStore,
+      ownerPolicies: grants.policiesOf,
       secrets: createKeySecrets(hashers.apiKeySecrets, metrics),
       metrics,
       events,
@@ -115,6 +126,7 @@ export async function createIdentityServices (config: IdentityCoreConfig, deps: 
       maxLifetimeDays: config.apiKeyMaxLifetimeDays,
       defaultRotationGraceSeconds: config.apiKeyRotationGraceSeconds
     }),
+    quotas: createQuotas({ store: createQuotaStore(db), clock }),
     signingKeys,
     accessTokens,
     permissionsOf: (userId) => usersStore.permissionsOf(userId)

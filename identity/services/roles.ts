@@ -1,14 +1,28 @@
 import type { EventBus } from '../../common/event-bus.js'
 import { normalizePermissions } from '../../common/permissions.js'
+import type { TrafficPolicy } from '../../common/traffic/policy.js'
+import type { Db } from '../store/db.js'
 import type { RolesStore, RoleRecord } from '../store/roles-store.js'
 import { IdentityProblems } from '../errors.js'
 import type { Clock } from './clock.js'
+import type { OwnerPoliciesChanged } from './owned-keys.js'
+import { checkedPolicies, requireRolePolicyRoom } from './traffic-policies.js'
 
 export type Roles = ReturnType<typeof createRoles>
 
-/** Roles map names to permission sets; users get the union of their roles'. */
-export function createRoles (options: { store: RolesStore, events: EventBus, clock: Clock }) {
-  const { store, events, clock } = options
+export interface RolesOptions {
+  db: Db
+  store: RolesStore
+  events: EventBus
+  clock: Clock
+  ownerPoliciesChanged: OwnerPoliciesChanged
+}
+
+const samePolicies = (a: readonly TrafficPolicy[], b: readonly TrafficPolicy[]): boolean => JSON.stringify(a) === JSON.stringify(b)
+
+/** Roles map names to permission sets and traffic policies; users get the union of their roles' permissions and every role's policies. */
+export function createRoles (options: RolesOptions) {
+  const { db, store, events, clock } = options
 
   function get (name: string): RoleRecord {
     const role = store.get(name)
@@ -20,10 +34,21 @@ export function createRoles (options: { store: RolesStore, events: EventBus, clo
     get,
     list: () => store.list(),
 
-    /** Creates or replaces a role's permissions. */
-    async set (name: string, permissions: string[]): Promise<RoleRecord> {
-      store.upsert(name, normalizePermissions(permissions), clock.now())
-      await events.publish({ type: 'role.changed', role: name, userIds: store.usersWith(name), at: new Date(clock.now()).toISOString() })
+    /**
+     * Creates or replaces a role's permissions, and its traffic policies when given
+     * (absent: a new role has none, an existing one keeps its own).
+     */
+    async set (name: string, permissions: string[], policies?: TrafficPolicy[]): Promise<RoleRecord> {
+      const given = policies !== undefined ? checkedPolicies(policies) : undefined
+      const { before, after, holders } = db.transaction(() => {
+        const before = store.get(name)?.policies ?? []
+        const after = given ?? before
+        requireRolePolicyRoom(store.mostPoliciesBesides(name) + after.length, 'policies', `a holder of role ${name}`)
+        store.upsert(name, { permissions: normalizePermissions(permissions), policies: after }, clock.now())
+        return { before, after, holders: store.usersWith(name) }
+      }).immediate()
+      await events.publish({ type: 'role.changed', role: name, userIds: holders, at: new Date(clock.now()).toISOString() })
+      if (!samePolicies(before, after)) await options.ownerPoliciesChanged(holders)
       return get(name)
     },
 

@@ -8,6 +8,7 @@ import { IdentityDetails, IdentityProblems } from '../errors.js'
 import type { IdentityMetrics } from '../observability/metrics.js'
 import type { AccessTokens } from './access-tokens.js'
 import type { Clock } from './clock.js'
+import type { UserGrants } from './user-grants.js'
 
 const REFRESH_TOKEN_PREFIX = 'prt_'
 /** 43 base62 characters: 256 bits. */
@@ -26,6 +27,8 @@ export interface SessionsOptions {
   db: Db
   store: SessionsStore
   users: UsersStore
+  /** What the user's roles grant now: each token set carries it. */
+  grantsOf: (userId: string) => UserGrants
   accessTokens: AccessTokens
   events: EventBus
   clock: Clock
@@ -42,7 +45,7 @@ export function hashRefreshToken (token: string): string {
 
 /** Outcome of the synchronous refresh transaction; problems are thrown after it commits. */
 type RotateOutcome =
-  | { ok: true, sessionId: string, userId: string, permissions: string[], refreshToken: string }
+  | { ok: true, sessionId: string, userId: string, grants: UserGrants, refreshToken: string }
   | { ok: false, problem: Error, revokedSession?: { id: string, userId: string } }
 
 export type Sessions = ReturnType<typeof createSessions>
@@ -53,7 +56,7 @@ export type Sessions = ReturnType<typeof createSessions>
  * read when they start.
  */
 export function createSessions (options: SessionsOptions) {
-  const { db, store, users, accessTokens, events, clock, metrics } = options
+  const { db, store, users, grantsOf, accessTokens, events, clock, metrics } = options
 
   function newRefreshToken (sessionId: string, now: number): string {
     const token = `${REFRESH_TOKEN_PREFIX}${randomBase62(REFRESH_TOKEN_SECRET_LENGTH)}`
@@ -61,11 +64,11 @@ export function createSessions (options: SessionsOptions) {
     return token
   }
 
-  async function tokenSet (userId: string, sessionId: string, permissions: string[], refreshToken: string): Promise<TokenSet> {
+  async function tokenSet (userId: string, sessionId: string, grants: UserGrants, refreshToken: string): Promise<TokenSet> {
     return {
       token_type: 'Bearer',
       expires_in: options.accessTokenTtlSeconds,
-      access_token: await accessTokens.issue({ userId, sessionId, permissions }),
+      access_token: await accessTokens.issue({ userId, sessionId, ...grants }),
       refresh_token: refreshToken
     }
   }
@@ -108,7 +111,7 @@ export function createSessions (options: SessionsOptions) {
       ok: true,
       sessionId: session.id,
       userId: session.userId,
-      permissions: users.permissionsOf(session.userId),
+      grants: grantsOf(session.userId),
       refreshToken: newRefreshToken(session.id, now)
     }
   })
@@ -122,7 +125,7 @@ export function createSessions (options: SessionsOptions) {
       }
       throw outcome.problem
     }
-    return await tokenSet(outcome.userId, outcome.sessionId, outcome.permissions, outcome.refreshToken)
+    return await tokenSet(outcome.userId, outcome.sessionId, outcome.grants, outcome.refreshToken)
   }
 
   const createSession = db.transaction((userId: string, ipAddress: string, userAgent: string, now: number) => {
@@ -142,7 +145,7 @@ export function createSessions (options: SessionsOptions) {
     /** Opens a session for an authenticated user and returns its first token set. */
     async open (userId: string, client: { ipAddress: string, userAgent: string }): Promise<TokenSet> {
       const { id, refreshToken } = createSession(userId, client.ipAddress, client.userAgent, clock.now())
-      return await tokenSet(userId, id, users.permissionsOf(userId), refreshToken)
+      return await tokenSet(userId, id, grantsOf(userId), refreshToken)
     },
 
     /**

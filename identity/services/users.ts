@@ -5,8 +5,10 @@ import type { RolesStore } from '../store/roles-store.js'
 import type { UsersStore, UserRecord } from '../store/users-store.js'
 import { IdentityProblems } from '../errors.js'
 import type { Clock } from './clock.js'
+import type { OwnerPoliciesChanged } from './owned-keys.js'
 import type { PasswordHasher } from './password-hasher.js'
 import type { Sessions } from './sessions.js'
+import { requireRolePolicyRoom } from './traffic-policies.js'
 
 export interface UsersOptions {
   db: Db
@@ -16,6 +18,7 @@ export interface UsersOptions {
   sessions: Sessions
   events: EventBus
   clock: Clock
+  ownerPoliciesChanged: OwnerPoliciesChanged
 }
 
 export type Users = ReturnType<typeof createUsers>
@@ -29,9 +32,16 @@ export function createUsers (options: UsersOptions) {
   const { db, store, roles, hasher, sessions, events, clock } = options
   const at = (): string => new Date(clock.now()).toISOString()
 
+  /** The role names, once each and sorted, if every role exists and together they grant no more policies than fit. */
   function requireRoles (names: readonly string[]): string[] {
     const unique = [...new Set(names)].sort()
-    for (const name of unique) if (roles.get(name) === null) throw IdentityProblems.unknownRole([name])
+    let policies = 0
+    for (const name of unique) {
+      const role = roles.get(name)
+      if (role === null) throw IdentityProblems.unknownRole([name])
+      policies += role.policies.length
+    }
+    requireRolePolicyRoom(policies, 'roles', 'the user')
     return unique
   }
 
@@ -59,12 +69,13 @@ export function createUsers (options: UsersOptions) {
       return get(id)
     },
 
-    /** New roles apply to tokens issued from now on; gateways are told to re-check. */
+    /** New roles apply to tokens issued from now on; gateways are told to re-check the user's tokens and keys. */
     async setRoles (id: string, roleNames: string[]): Promise<UserRecord> {
       get(id)
       const names = requireRoles(roleNames)
       db.transaction(() => { store.setRoles(id, names, clock.now()) })()
       await events.publish({ type: 'user.roles_changed', userId: id, at: at() })
+      await options.ownerPoliciesChanged([id])
       return get(id)
     },
 

@@ -1,10 +1,16 @@
+import type { TrafficPolicy } from '../../common/traffic/policy.js'
 import { commitWithoutSync } from './database.js'
 import type { Db } from './db.js'
+import { createBatchLedger } from './usage-batches.js'
 
 export interface ApiKeyRecord {
   id: string
   name: string
   permissions: string[]
+  /** The key's own traffic policies, in the order given. */
+  policies: TrafficPolicy[]
+  /** The user the key belongs to, whose roles' policies it shares; null for a key of its own. */
+  ownerUserId: string | null
   expiresAt: number | null
   createdAt: number
   updatedAt: number
@@ -38,10 +44,19 @@ export interface KeyUseReport {
   ip: string | null
 }
 
+/** What a key is created with and an update may change (written together). */
+export interface KeyFields {
+  permissions: string[]
+  policies: TrafficPolicy[]
+  expiresAt: number | null
+}
+
 interface KeyRow {
   id: string
   name: string
   permissions: string
+  traffic_policies: string
+  owner_user_id: string | null
   expires_at: number | null
   created_at: number
   updated_at: number
@@ -76,6 +91,8 @@ function toKey (row: KeyRow | undefined): ApiKeyRecord | null {
     id: row.id,
     name: row.name,
     permissions: JSON.parse(row.permissions) as string[],
+    policies: JSON.parse(row.traffic_policies) as TrafficPolicy[],
+    ownerUserId: row.owner_user_id,
     expiresAt: row.expires_at,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
@@ -107,8 +124,8 @@ export type ApiKeysStore = ReturnType<typeof createApiKeysStore>
 
 export function createApiKeysStore (db: Db) {
   const statements = {
-    insertKey: db.prepare(`INSERT INTO api_keys (id, name, permissions, expires_at, created_at, updated_at)
-      VALUES (@id, @name, @permissions, @expiresAt, @now, @now)`),
+    insertKey: db.prepare(`INSERT INTO api_keys (id, name, permissions, traffic_policies, owner_user_id, expires_at, created_at, updated_at)
+      VALUES (@id, @name, @permissions, @policies, @ownerUserId, @expiresAt, @now, @now)`),
     insertSecret: db.prepare(`INSERT INTO api_key_secrets (lookup_id, key_id, secret_hash, created_at)
       VALUES (@lookupId, @keyId, @secretHash, @now)`),
     byId: db.prepare('SELECT * FROM api_keys WHERE id = ?'),
@@ -116,7 +133,9 @@ export function createApiKeysStore (db: Db) {
     list: db.prepare('SELECT * FROM api_keys ORDER BY created_at, id'),
     secretsOf: db.prepare('SELECT * FROM api_key_secrets WHERE key_id = ? ORDER BY created_at DESC'),
     secretByLookup: db.prepare('SELECT * FROM api_key_secrets WHERE lookup_id = ?'),
-    update: db.prepare('UPDATE api_keys SET permissions = @permissions, expires_at = @expiresAt, updated_at = @now WHERE id = @id'),
+    update: db.prepare(`UPDATE api_keys SET permissions = @permissions, traffic_policies = @policies, expires_at = @expiresAt, updated_at = @now
+      WHERE id = @id`),
+    liveOwnedBy: db.prepare('SELECT id FROM api_keys WHERE owner_user_id = ? AND revoked_at IS NULL ORDER BY id').pluck(),
     setDisabled: db.prepare('UPDATE api_keys SET disabled_at = ?, updated_at = ? WHERE id = ?'),
     setRevoked: db.prepare('UPDATE api_keys SET revoked_at = ?, updated_at = ? WHERE id = ? AND revoked_at IS NULL'),
     retireCurrent: db.prepare('UPDATE api_key_secrets SET retired_at = @now, grace_until = @graceUntil WHERE key_id = @keyId AND retired_at IS NULL'),
@@ -132,15 +151,13 @@ export function createApiKeysStore (db: Db) {
         last_used_route = CASE WHEN last_used_at IS NULL OR last_used_at <= @at THEN @route ELSE last_used_route END,
         last_used_ip = CASE WHEN last_used_at IS NULL OR last_used_at <= @at THEN @ip ELSE last_used_ip END,
         last_used_at = max(coalesce(last_used_at, @at), @at)
-      WHERE id = @keyId`),
-    batchApplied: db.prepare('SELECT 1 FROM key_usage_batches WHERE id = ?'),
-    forgetBatchesBefore: db.prepare('DELETE FROM key_usage_batches WHERE applied_at < ?'),
-    rememberBatch: db.prepare('INSERT INTO key_usage_batches (id, applied_at) VALUES (?, ?)')
+      WHERE id = @keyId`)
   }
+  const batches = createBatchLedger(db, 'key_usage_batches')
 
   return {
-    insert (key: { id: string, name: string, permissions: string[], expiresAt: number | null }, secret: { lookupId: string, secretHash: string }, now: number): void {
-      statements.insertKey.run({ ...key, permissions: JSON.stringify(key.permissions), now })
+    insert (key: KeyFields & { id: string, name: string, ownerUserId: string | null }, secret: { lookupId: string, secretHash: string }, now: number): void {
+      statements.insertKey.run({ ...key, permissions: JSON.stringify(key.permissions), policies: JSON.stringify(key.policies), now })
       statements.insertSecret.run({ ...secret, keyId: key.id, now })
     },
     byId: (id: string) => toKey(statements.byId.get(id) as KeyRow | undefined),
@@ -148,9 +165,11 @@ export function createApiKeysStore (db: Db) {
     list: () => (statements.list.all() as KeyRow[]).map((row) => toKey(row) as ApiKeyRecord),
     secretsOf: (keyId: string) => (statements.secretsOf.all(keyId) as SecretRow[]).map((row) => toSecret(row) as ApiKeySecretRecord),
     secretByLookupId: (lookupId: string) => toSecret(statements.secretByLookup.get(lookupId) as SecretRow | undefined),
-    update: (id: string, permissions: string[], expiresAt: number | null, now: number) => {
-      statements.update.run({ id, permissions: JSON.stringify(permissions), expiresAt, now })
+    update: (id: string, fields: KeyFields, now: number) => {
+      statements.update.run({ id, permissions: JSON.stringify(fields.permissions), policies: JSON.stringify(fields.policies), expiresAt: fields.expiresAt, now })
     },
+    /** The keys of these users that can still be used (or changed): what a change of their roles' policies makes stale. */
+    liveOwnedBy: (userIds: readonly string[]) => userIds.flatMap((userId) => statements.liveOwnedBy.all(userId) as string[]),
     setDisabled: (id: string, disabledAt: number | null, now: number) => { statements.setDisabled.run(disabledAt, now, id) },
     setRevoked: (id: string, now: number) => statements.setRevoked.run(now, now, id).changes > 0,
     /** Retires the current secret (it keeps working until graceUntil) and adds the new one. */
@@ -162,15 +181,13 @@ export function createApiKeysStore (db: Db) {
     replaceSecretHash: (lookupId: string, previous: string, next: string) =>
       statements.replaceSecretHash.run({ lookupId, previous, next }).changes > 0,
     /**
-     * Applies a gateway's usage report in one transaction, once per batch id: ids are
-     * remembered until `forgetBefore`. Lookup ids no secret has are skipped and counted.
-     * Use counts are bookkeeping: committed without a disk sync (see commitWithoutSync).
+     * Applies a gateway's usage report in one transaction, once per batch id (see
+     * usage-batches.ts). Lookup ids no secret has are skipped and counted. Use counts
+     * are bookkeeping: committed without a disk sync (see commitWithoutSync).
      */
-    recordUses: (batchId: string, uses: readonly KeyUseReport[], now: number, forgetBefore: number) =>
+    recordUses: (batchId: string, uses: readonly KeyUseReport[], now: number) =>
       commitWithoutSync(db, () => {
-        if (statements.batchApplied.get(batchId) !== undefined) return { applied: 0, unknown: 0, duplicate: true }
-        statements.forgetBatchesBefore.run(forgetBefore)
-        statements.rememberBatch.run(batchId, now)
+        if (!batches.claim(batchId, now)) return { applied: 0, unknown: 0, duplicate: true }
         let applied = 0
         for (const use of uses) {
           const params = { count: use.count, at: use.lastUsedAt, route: use.route, ip: use.ip }

@@ -127,6 +127,36 @@ const MIGRATIONS: ReadonlyArray<{ version: number, name: string, sql: string }> 
       ) STRICT;
       CREATE INDEX key_usage_batches_by_applied_at ON key_usage_batches(applied_at);
     `
+  },
+  {
+    version: 4,
+    name: 'traffic policies, key owners and quota counts',
+    // Keys and roles carry traffic policies (common/traffic/policy.ts) for the gateway
+    // to enforce; a key may belong to a user, whose roles' policies it then shares.
+    // Identity keeps the authoritative count of every quota the gateways report, per
+    // counter and period, and the quota reports already applied (as for key usage).
+    sql: `
+      ALTER TABLE api_keys ADD COLUMN traffic_policies TEXT NOT NULL DEFAULT '[]';  -- JSON array of TrafficPolicy
+      ALTER TABLE api_keys ADD COLUMN owner_user_id TEXT REFERENCES users(id) ON DELETE SET NULL;
+      CREATE INDEX api_keys_by_owner ON api_keys(owner_user_id);
+      ALTER TABLE roles ADD COLUMN traffic_policies TEXT NOT NULL DEFAULT '[]';     -- JSON array of TrafficPolicy
+
+      CREATE TABLE quota_usage (
+        counter      TEXT NOT NULL,           -- chosen by the gateway: <scope>|<policy>|<partition>
+        period_start INTEGER NOT NULL,        -- 0 for a quota that never refills
+        used         INTEGER NOT NULL,
+        updated_at   INTEGER NOT NULL,
+        PRIMARY KEY (counter, period_start)
+      ) STRICT;
+      -- Finds the counts of periods long over, to forget them (never those of quotas that never refill).
+      CREATE INDEX quota_usage_by_updated_at ON quota_usage(updated_at) WHERE period_start > 0;
+
+      CREATE TABLE quota_usage_batches (
+        id         TEXT PRIMARY KEY,          -- chosen by the gateway
+        applied_at INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX quota_usage_batches_by_applied_at ON quota_usage_batches(applied_at);
+    `
   }
 ]
 

@@ -120,7 +120,7 @@ t.test('happy: roles, users and keys made by the CLI work in a server on the sam
   assertStatus(t, verified, 200)
   t.same(verified.body, {
     valid: true,
-    key: { id: key.json.api_key.id, name: 'reporting', permissions: ['users:list'], expires_at: key.json.api_key.expires_at },
+    key: { id: key.json.api_key.id, name: 'reporting', permissions: ['users:list'], expires_at: key.json.api_key.expires_at, owner_user_id: null, policies: [] },
     deprecation: null
   })
 

@@ -45,6 +45,9 @@ const INTERNAL_ROUTES: Array<[method: string, path: string, body?: unknown]> = [
     batch_id: 'batch_0000000000000000',
     uses: [{ lookup_id: '000000000000', count: 1, last_used_at: '2026-01-01T00:00:00Z', last_route: '/users', last_ip: '127.0.0.1' }]
   }],
+  ['POST', '/internal/quotas/usage', {
+    batch_id: 'batch_0000000000000000', uses: [{ counter: 'key|monthly|k:key_x', period_start: 0, count: 1 }], read: []
+  }],
   ['GET', '/internal/sessions/revoked']
 ]
 

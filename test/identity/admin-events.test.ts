@@ -205,6 +205,45 @@ t.test('events', async (t) => {
     t.same(await s.events.next('signing_key.rotated'), { type: 'signing_key.rotated', kid: rotated.body.signing_key.kid, at: s.now() })
   })
 
+  t.test('key.updated for every live key of the users a change of role policies reaches', async (t) => {
+    const s = await setup(t, redis)
+    const sentinel = async (): Promise<void> => { assertStatus(t, await s.admin('PUT', '/admin/roles/sentinel', { permissions: [] }), 200) }
+    const burst = { name: 'burst', kind: 'rate', limit: 10, window_seconds: 1, partition: 'user' }
+    assertStatus(t, await s.admin('PUT', '/admin/roles/reader', { permissions: ['users:list'] }), 200)
+    await s.events.next('role.changed')
+    const userId = await s.createUser('ada@example.com', ['reader'])
+    const key = async (name: string, owner: string | null): Promise<string> => {
+      const created = await s.admin('POST', '/admin/keys', { name, permissions: [], expires_at: iso(START + 86_400_000), owner_user_id: owner })
+      assertStatus(t, created, 201, `key ${name}`)
+      return created.body.api_key.id as string
+    }
+    const owned = await key('owned', userId)
+    await key('own', null)
+    const revoked = await key('revoked', userId)
+    assertStatus(t, await s.admin('POST', `/admin/keys/${revoked}/revoke`), 200)
+    await s.events.next('key.revoked')
+    await assertNothingElse(t, s.events, sentinel, 'creating keys, owned or not (nothing to invalidate)')
+
+    s.clock.advance(1_000)
+    assertStatus(t, await s.admin('PUT', '/admin/roles/reader', { permissions: ['users:list'], policies: [burst] }), 200)
+    t.same(await s.events.next('role.changed'), { type: 'role.changed', role: 'reader', userIds: [userId], at: s.now() })
+    t.same(await s.events.next('key.updated'), { type: 'key.updated', keyId: owned, at: s.now() },
+      'the key of the role\'s holder: its verdict carries the role\'s policies')
+    await assertNothingElse(t, s.events, sentinel, 'no event for a key of its own or a revoked one')
+
+    assertStatus(t, await s.admin('PUT', '/admin/roles/reader', { permissions: ['users:read'] }), 200)
+    await s.events.next('role.changed', { where: (e) => e.role === 'reader' })
+    await assertNothingElse(t, s.events, sentinel, 'a change of permissions only (policies kept)')
+
+    s.clock.advance(1_000)
+    assertStatus(t, await s.admin('PUT', `/admin/users/${userId}/roles`, { roles: [] }), 200)
+    t.same(await s.events.next('user.roles_changed'), { type: 'user.roles_changed', userId, at: s.now() })
+    t.same(await s.events.next('key.updated'), { type: 'key.updated', keyId: owned, at: s.now() }, 'the owner\'s roles changed')
+
+    assertStatus(t, await s.admin('PATCH', `/admin/keys/${owned}`, { policies: [burst] }), 200)
+    t.same(await s.events.next('key.updated'), { type: 'key.updated', keyId: owned, at: s.now() }, 'the key\'s own policies changed')
+  })
+
   t.test('each identity publishes on its own configured channel only', async (t) => {
     const a = await setup(t, redis)
     const b = await setup(t, redis)

@@ -48,6 +48,8 @@ t.test('happy: create shows the full key once, in the documented format', async 
       name: 'billing sync',
       key_prefix: key.slice(0, 16),
       permissions: ['tasks:*', 'users:list', 'users:read'],
+      policies: [],
+      owner_user_id: null,
       status: 'active',
       expires_at: expiresAt,
       created_at: iso(START),
@@ -77,7 +79,9 @@ t.test('happy: create shows the full key once, in the documented format', async 
   t.notOk(answer.text.includes('sha256$') || answer.text.includes('$argon2'), 'no hash in the create answer either')
   t.same(await s.verify(key), {
     valid: true,
-    key: { id: answer.body.api_key.id, name: 'billing sync', permissions: ['tasks:*', 'users:list', 'users:read'], expires_at: expiresAt },
+    key: {
+      id: answer.body.api_key.id, name: 'billing sync', permissions: ['tasks:*', 'users:list', 'users:read'], expires_at: expiresAt, owner_user_id: null, policies: []
+    },
     deprecation: null
   }, 'the key works')
 
@@ -340,7 +344,7 @@ t.test('rotation: the old secret works during the default 24 h grace, with its u
     warnings: []
   })
 
-  const current = { valid: true, key: { id, name: 'k', permissions: ['users:list'], expires_at: expiresAt } }
+  const current = { valid: true, key: { id, name: 'k', permissions: ['users:list'], expires_at: expiresAt, owner_user_id: null, policies: [] } }
   t.same(await s.verify(newKey), { ...current, deprecation: null }, 'the new key verifies, not deprecated')
   const deprecation = { deprecated_at: iso(rotatedAt), sunset_at: iso(rotatedAt + DAY_MS) }
   s.clock.advance(HOUR_MS)

@@ -66,13 +66,13 @@ t.test('happy: a valid key answers its id, name, permissions and expiry', async 
   const expiring = await s.create({ name: 'billing', permissions: ['users:read', 'tasks:*'], expires_at: iso(START + HOUR_MS) })
   t.same(await s.verify(expiring.key), {
     valid: true,
-    key: { id: expiring.id, name: 'billing', permissions: ['tasks:*', 'users:read'], expires_at: iso(START + HOUR_MS) },
+    key: { id: expiring.id, name: 'billing', permissions: ['tasks:*', 'users:read'], expires_at: iso(START + HOUR_MS), owner_user_id: null, policies: [] },
     deprecation: null
   })
   const forever = await s.create({ name: 'forever', permissions: ['*'] })
   t.same(await s.verify(forever.key), {
     valid: true,
-    key: { id: forever.id, name: 'forever', permissions: ['*'], expires_at: null },
+    key: { id: forever.id, name: 'forever', permissions: ['*'], expires_at: null, owner_user_id: null, policies: [] },
     deprecation: null
   })
 })

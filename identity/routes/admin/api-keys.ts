@@ -1,9 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { CommonProblems } from '../../../common/problem.js'
+import { TrafficPolicies } from '../../../common/traffic/policy.js'
 import { BODY_PROBLEMS, problemResponses } from '../../../common/problem-schema.js'
 import { IdentityProblems } from '../../errors.js'
-import { ApiKeyView, CreatedKeyView, GraceSeconds, IdParams, KeyName, NullableTimestamp, Permissions } from '../../schemas.js'
+import { ApiKeyView, CreatedKeyView, GraceSeconds, Id, IdParams, KeyName, NullableTimestamp, Permissions } from '../../schemas.js'
 import type { IdentityServices } from '../../services/index.js'
 import type { CreatedKey } from '../../services/api-keys.js'
 import { apiKeyView } from '../../views.js'
@@ -28,14 +29,25 @@ export const adminApiKeyRoutes: FastifyPluginAsyncTypebox<{ services: IdentitySe
     schema: {
       summary: 'Create an API key (the full key is in this answer only)',
       tags,
-      body: Type.Object({ name: KeyName, permissions: Permissions, expires_at: Type.Optional(NullableTimestamp) }, closed),
-      response: { 201: CreatedKeyView, ...problemResponses(ADMIN_PROBLEMS, BODY_PROBLEMS, EXPIRY_PROBLEMS, IdentityProblems.keyNameTaken) }
+      body: Type.Object({
+        name: KeyName,
+        permissions: Permissions,
+        expires_at: Type.Optional(NullableTimestamp),
+        policies: Type.Optional(TrafficPolicies),
+        owner_user_id: Type.Optional(Type.Union([Id, Type.Null()]))
+      }, closed),
+      response: {
+        201: CreatedKeyView,
+        ...problemResponses(ADMIN_PROBLEMS, BODY_PROBLEMS, EXPIRY_PROBLEMS, IdentityProblems.keyNameTaken, IdentityProblems.userNotFound)
+      }
     }
   }, async (request, reply) => {
     const result = await apiKeys.create({
       name: request.body.name,
       permissions: request.body.permissions,
-      expiresAt: toMs(request.body.expires_at ?? null)
+      expiresAt: toMs(request.body.expires_at ?? null),
+      policies: request.body.policies ?? [],
+      ownerUserId: request.body.owner_user_id ?? null
     })
     return reply.code(201).header('cache-control', 'no-store').send(created(result))
   })
@@ -54,16 +66,21 @@ export const adminApiKeyRoutes: FastifyPluginAsyncTypebox<{ services: IdentitySe
 
   app.patch('/admin/keys/:id', {
     schema: {
-      summary: "Change an API key's permissions or expiry",
+      summary: "Change an API key's permissions, expiry or traffic policies",
       tags,
       params: IdParams,
-      body: Type.Object({ permissions: Type.Optional(Permissions), expires_at: Type.Optional(NullableTimestamp) }, { ...closed, minProperties: 1 }),
+      body: Type.Object({
+        permissions: Type.Optional(Permissions),
+        expires_at: Type.Optional(NullableTimestamp),
+        policies: Type.Optional(TrafficPolicies)
+      }, { ...closed, minProperties: 1 }),
       response: { 200: KeyAnswer, ...problemResponses(BY_ID, BODY_PROBLEMS, EXPIRY_PROBLEMS, IdentityProblems.keyRevoked) }
     }
   }, async (request) => {
     const { key, warnings } = await apiKeys.update(request.params.id, {
       ...(request.body.permissions !== undefined ? { permissions: request.body.permissions } : {}),
-      ...(request.body.expires_at !== undefined ? { expiresAt: toMs(request.body.expires_at) } : {})
+      ...(request.body.expires_at !== undefined ? { expiresAt: toMs(request.body.expires_at) } : {}),
+      ...(request.body.policies !== undefined ? { policies: request.body.policies } : {})
     })
     return { api_key: view(key.id), warnings }
   })

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { CommonProblems } from '../../../common/problem.js'
+import { TrafficPolicies } from '../../../common/traffic/policy.js'
 import { BODY_PROBLEMS, problemResponses } from '../../../common/problem-schema.js'
 import { IdentityProblems } from '../../errors.js'
 import { Permissions, RoleName, RoleView } from '../../schemas.js'
@@ -12,7 +13,7 @@ const NameParams = Type.Object({ name: RoleName }, { additionalProperties: false
 const tags = ['roles']
 const BY_NAME = [...ADMIN_PROBLEMS, CommonProblems.validationFailed]
 
-/** /admin/roles: roles map to permission sets (`resource:action`, `resource:*`, `*`). */
+/** /admin/roles: roles map to permission sets (`resource:action`, `resource:*`, `*`) and traffic policies their holders get. */
 export const adminRoleRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServices }> = async (app, { services }) => {
   const { roles } = services
 
@@ -31,13 +32,13 @@ export const adminRoleRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServ
 
   app.put('/admin/roles/:name', {
     schema: {
-      summary: 'Create a role or replace its permissions',
+      summary: 'Create a role or replace its permissions (and its traffic policies, when given)',
       tags,
       params: NameParams,
-      body: Type.Object({ permissions: Permissions }, { additionalProperties: false }),
+      body: Type.Object({ permissions: Permissions, policies: Type.Optional(TrafficPolicies) }, { additionalProperties: false }),
       response: { 200: Type.Object({ role: RoleView }), ...problemResponses(BY_NAME, BODY_PROBLEMS) }
     }
-  }, async (request) => ({ role: roleView(await roles.set(request.params.name, request.body.permissions)) }))
+  }, async (request) => ({ role: roleView(await roles.set(request.params.name, request.body.permissions, request.body.policies)) }))
 
   app.delete('/admin/roles/:name', {
     schema: {

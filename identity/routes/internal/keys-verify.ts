@@ -20,9 +20,17 @@ export const keysVerifyRoutes: FastifyPluginAsyncTypebox<{ services: IdentitySer
     const result = await services.apiKeys.verify(request.body.key)
     reply.header('cache-control', 'no-store')
     if (!result.valid) return { valid: false as const, reason: result.reason }
+    const { key } = result
     return {
       valid: true as const,
-      key: { id: result.key.id, name: result.key.name, permissions: result.key.permissions, expires_at: iso(result.key.expiresAt) },
+      key: {
+        id: key.id,
+        name: key.name,
+        permissions: key.permissions,
+        expires_at: iso(key.expiresAt),
+        owner_user_id: key.ownerUserId,
+        policies: result.policies
+      },
       deprecation: result.deprecation === null
         ? null
         : { deprecated_at: iso(result.deprecation.deprecatedAt) as string, sunset_at: iso(result.deprecation.sunsetAt) as string }
