@@ -90,6 +90,10 @@ export const GatewayEnvSchema = Type.Object({
   GATEWAY_ALLOWED_UNUSUAL_HEADERS: Type.Optional(Type.String({ description: 'Request header names with a character other than letters, digits and `-` (e.g. `x_legacy_id`) to forward anyway: a comma list of exact names. Unset: every such header is dropped.' })),
   GATEWAY_MAX_INFLECTED_REQUEST_MEMBERS: fromOption('maxInflectedRequestMembers', 'Most object members (all depths) of a request body the gateway inflects; more is a 400.'),
   GATEWAY_MAX_INFLECTED_RESPONSE_MEMBERS: Type.Optional(fromOption('maxInflectedResponseMembers', 'Most object members (all depths) of an upstream JSON body the gateway inflects; more is a 502, or a cut response once streaming. Unset: no limit.')),
+  // JSON here, a list in the options: parsed below, its policies checked when the plugin registers.
+  GATEWAY_ANONYMOUS_POLICIES: Type.Optional(Type.String({ description: 'Traffic policies of identity\'s public routes (login, refresh, logout, JWKS) as a JSON array, e.g. `[{"name":"anonymous","kind":"rate","limit":600,"window_seconds":60,"partition":"ip"}]` (the default); `[]` for none.' })),
+  GATEWAY_LEGACY_RATELIMIT_HEADERS: fromOption('legacyRateLimitHeaders', 'Also send X-RateLimit-Limit / -Remaining / -Reset (the tightest policy) beside RateLimit-Policy and RateLimit.'),
+  GATEWAY_TRAFFIC_COUNTERS_MAX_BYTES: fromOption('trafficCountersMaxBytes', 'Bytes of rate-limit counts kept in process (without Redis, and while Redis is lost); the least recently used partition is forgotten beyond.'),
   GATEWAY_TRUST_PROXY: Type.String({ default: 'false', description: 'Whose X-Forwarded-* to trust (load balancers in front): false, true, or a comma list of IPs/CIDRs.' }),
   GATEWAY_SHUTDOWN_GRACE_SECONDS: Type.Number({ minimum: 0, maximum: 300, default: 10, description: 'On SIGTERM, how long in-flight requests get to finish.' }),
   LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, { default: 'info', description: 'pino log level.' })
@@ -119,7 +123,9 @@ export function loadGatewayConfig (env: Record<string, string | undefined> = pro
   const metrics = { metricsRoute: e.GATEWAY_METRICS_ON_MAIN_LISTENER, ...(e.GATEWAY_METRICS_TOKEN !== undefined ? { metricsToken: e.GATEWAY_METRICS_TOKEN } : {}) }
   const listeners = listenerLimitsFromEnv('GATEWAY', e)
   const workers = workersOf(e.GATEWAY_WORKERS)
+  const anonymous = anonymousPoliciesOf(e.GATEWAY_ANONYMOUS_POLICIES)
   const problems = [
+    ...(typeof anonymous === 'string' ? [anonymous] : []),
     ...redis.problems,
     ...listeners.problems,
     ...metricsOptionProblems(metrics, { route: 'GATEWAY_METRICS_ON_MAIN_LISTENER', token: 'GATEWAY_METRICS_TOKEN' }),
@@ -144,11 +150,22 @@ export function loadGatewayConfig (env: Record<string, string | undefined> = pro
       ...(e.REDIS_URL !== undefined ? { redisUrl: e.REDIS_URL } : {}),
       ...(e.REDIS_CLUSTER_NODES !== undefined ? { redisClusterNodes: e.REDIS_CLUSTER_NODES.split(',').map((node) => node.trim()) } : {}),
       bufferedBodiesMaxBytes: listeners.bufferedBodiesMaxBytes,
+      ...(anonymous !== undefined ? { anonymousPolicies: anonymous as GatewayOptionsInput['anonymousPolicies'] } : {}),
       ...(e.GATEWAY_ALLOWED_UNUSUAL_HEADERS !== undefined
         ? { allowedUnusualHeaders: e.GATEWAY_ALLOWED_UNUSUAL_HEADERS.split(',').map((name) => name.trim()).filter((name) => name !== '') }
         : {})
     }
   })
+}
+
+/** GATEWAY_ANONYMOUS_POLICIES as a list (checked against the policy schema when the plugin registers), or the problem. */
+function anonymousPoliciesOf (value: string | undefined): unknown[] | string | undefined {
+  if (value === undefined) return undefined
+  try {
+    const parsed: unknown = JSON.parse(value)
+    if (Array.isArray(parsed)) return parsed
+  } catch {}
+  return 'GATEWAY_ANONYMOUS_POLICIES: must be a JSON array of traffic policies'
 }
 
 /** GATEWAY_WORKERS as a count, or the problem naming the value given. */

@@ -37,6 +37,14 @@ export const GatewayProblems = {
   upstreamTimeout: defineProblem('upstream_timeout', 504, 'Upstream timeout', 'The upstream service %s did not answer within %s ms.'),
   metricsUnauthorized: defineProblem('metrics_unauthorized', 401, 'Metrics credential required',
     'Send the metrics token as Authorization: Bearer.'),
+  rateLimited: defineProblem('rate_limited', 429, 'Rate limit exceeded',
+    'The rate limit %s allows no more requests now; retry after %s seconds.'),
+  quotaExhausted: defineProblem('quota_exhausted', 429, 'Quota exhausted',
+    'The quota %s is used up; it refills in %s seconds.'),
+  concurrencyLimited: defineProblem('concurrency_limited', 429, 'Too many requests in flight',
+    'The concurrency limit %s allows no more requests in flight; retry when one has been answered.'),
+  trafficControlUnavailable: defineProblem('traffic_control_unavailable', 503, 'Limits cannot be checked',
+    'The limits of this request cannot be checked right now; retry shortly.', { 'retry-after': '1' }),
   upstreamBodyNotInflectable: defineProblem('upstream_body_not_inflectable', 502, 'Upstream body not inflectable',
     'The upstream answered JSON that cannot be inflected: %s.')
 } as const

@@ -2,7 +2,15 @@ import { Type, type Static } from 'typebox'
 import { B64TOKEN_PATTERN } from '../common/credentials.js'
 import { DEFAULT_BUFFERED_BODIES_MAX_BYTES, MIN_BUFFERED_BODIES_MAX_BYTES } from '../common/listener-limits.js'
 import { parseRedisTarget, type RedisTarget } from '../common/redis-config.js'
+import { TrafficPolicies, type TrafficPolicy } from '../common/traffic/policy.js'
 import { DEFAULT_MAX_DEPTH } from './inflection/limits.js'
+
+/**
+ * Identity's public routes (login, refresh, logout, JWKS) take no credential: each
+ * client network gets this many requests a minute, on top of identity's own login
+ * throttle (which counts failed passwords).
+ */
+export const DEFAULT_ANONYMOUS_POLICIES: TrafficPolicy[] = [{ name: 'anonymous', kind: 'rate', limit: 600, window_seconds: 60, partition: 'ip' }]
 
 /** Largest request body of an upstream route unless set: the standalone server's own body limit too. */
 export const DEFAULT_BODY_LIMIT_BYTES = 1_048_576
@@ -73,6 +81,16 @@ export const GatewayOptionsSchema = Type.Object({
   maxInflectedRequestMembers: Type.Optional(Type.Integer({ minimum: 1, default: 10_000 })),
   /** Most object members of an upstream body the gateway inflects (502 `upstream_body_not_inflectable`); unset, no limit. */
   maxInflectedResponseMembers: Type.Optional(Type.Integer({ minimum: 1 })),
+  /** Traffic policies of identity's public routes, per client network unless they say otherwise; [] for none. */
+  anonymousPolicies: Type.Optional(Type.Array(TrafficPolicies.items, { maxItems: 8, default: DEFAULT_ANONYMOUS_POLICIES })),
+  /** Also send X-RateLimit-Limit / -Remaining / -Reset (of the tightest policy) beside RateLimit and RateLimit-Policy. */
+  legacyRateLimitHeaders: Type.Optional(Type.Boolean({ default: false })),
+  /**
+   * Bytes of rate-limit counts this process keeps (the counts without Redis, and the
+   * fallback while Redis is lost): a window takes 8 bytes per unit of its limit; the
+   * least recently used partition is forgotten beyond.
+   */
+  trafficCountersMaxBytes: Type.Optional(Type.Integer({ minimum: 1_048_576, default: 67_108_864 })),
   /** Serve /healthz and /readyz from the plugin (turn off if the host has its own). */
   observabilityRoutes: Type.Optional(Type.Boolean({ default: true })),
   /**

@@ -7,6 +7,7 @@ import { hostProblem } from './host-header.js'
 import { ALLOWED_INFLECTION_VALUES, parseInflectionHeader, type KeyCase } from './inflection/index.js'
 import { METHOD_OVERRIDE_HEADERS, queryOverridesMethod } from './method-override.js'
 import { normalisePath, type ResolvedRoute, type RouteTable } from './routing/index.js'
+import type { TrafficControl } from './traffic/traffic-control.js'
 import type { UsageCounter } from './usage/usage-counter.js'
 
 /** What the gate decided about a request, read by the proxy handler and the hooks after it. */
@@ -20,6 +21,8 @@ export interface GateDecision {
   inflection: KeyCase | null
   /** When the request was handed to the upstream (performance.now()); 0 until then. */
   sentAt: number
+  /** The gateway answers with RateLimit fields of its own (a rate limit or quota covers the request). */
+  rateLimitFields: boolean
 }
 
 function refuseMethodOverride (request: FastifyRequest, search: string): void {
@@ -70,8 +73,25 @@ function refuseBadHost (request: FastifyRequest, hosts: number): void {
  * known, so that a refusal after it is counted under its route. A key let through is
  * counted as a use of the secret presented.
  */
-export function createRequestGate (deps: { table: () => RouteTable, authenticate: Authenticate, usage: Pick<UsageCounter, 'record'> }) {
-  function authorised (request: FastifyRequest, decision: GateDecision, principal: Principal, reply: FastifyReply): GateDecision {
+export function createRequestGate (deps: {
+  table: () => RouteTable
+  authenticate: Authenticate
+  usage: Pick<UsageCounter, 'record'>
+  traffic: Pick<TrafficControl, 'admit'>
+}) {
+  /** The decision once traffic control lets the request through (a promise when Redis is asked); its refusals are thrown. */
+  function admitted (request: FastifyRequest, reply: FastifyReply, decision: GateDecision): GateDecision | Promise<GateDecision> {
+    const admission = deps.traffic.admit(reply, { route: decision.route, principal: decision.principal, ip: request.ip })
+    const principal = decision.principal
+    const counted = (): GateDecision => {
+      decision.rateLimitFields = reply.hasHeader('ratelimit')
+      if (principal?.secretLookupId != null) deps.usage.record(principal.secretLookupId, decision.route.pattern, request.ip)
+      return decision
+    }
+    return admission instanceof Promise ? admission.then(counted) : counted()
+  }
+
+  function authorised (request: FastifyRequest, decision: GateDecision, principal: Principal, reply: FastifyReply): GateDecision | Promise<GateDecision> {
     decision.principal = principal
     if (principal.deprecation !== null) {
       // RFC 9745 (Deprecation, a structured-field date) and RFC 8594 (Sunset, an HTTP-date).
@@ -81,8 +101,7 @@ export function createRequestGate (deps: { table: () => RouteTable, authenticate
     const route = decision.route
     if (route.permission === null) throw GatewayProblems.permissionNotDeclared([route.method, route.pattern])
     if (!permits(principal.permissions, route.permission)) throw permissionDenied(principal, route.permission)
-    if (principal.secretLookupId !== null) deps.usage.record(principal.secretLookupId, route.pattern, request.ip)
-    return decision
+    return admitted(request, reply, decision)
   }
 
   return function gate (request: FastifyRequest, reply: FastifyReply): GateDecision | Promise<GateDecision> {
@@ -109,10 +128,11 @@ export function createRequestGate (deps: { table: () => RouteTable, authenticate
       search: normalised.search,
       principal: null,
       inflection: inflection.kind === 'style' ? inflection.style : null,
-      sentAt: 0
+      sentAt: 0,
+      rateLimitFields: false
     }
     if (repeated.authorizations > 1) throw AuthProblems.invalidToken([AuthDetails.malformedBearer])
-    if (match.route.auth === 'none') return decision
+    if (match.route.auth === 'none') return admitted(request, reply, decision)
     const principal = deps.authenticate(request.headers)
     return principal instanceof Promise
       ? principal.then((verified) => authorised(request, decision, verified, reply))

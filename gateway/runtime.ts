@@ -18,6 +18,10 @@ import { connectGatewayRedis, type GatewayRedis } from './redis-connection.js'
 import { createRequestGate } from './request-gate.js'
 import { createLiveRouteTable } from './routing/live-table.js'
 import type { RouteTable } from './routing/index.js'
+import { createLocalCounters } from '../common/traffic/local-counters.js'
+import { createRedisCounters } from '../common/traffic/redis-counters.js'
+import { createQuotaLedger } from './traffic/quota-ledger.js'
+import { createTrafficControl } from './traffic/traffic-control.js'
 import { createUsageCounter } from './usage/usage-counter.js'
 import { createUsageReporter } from './usage/usage-reporter.js'
 
@@ -102,6 +106,19 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
   const usageReporter = createUsageReporter({
     counter: usage, identity, intervalMs: options.keyUsageFlushSeconds * 1000, maxKeys: options.keyUsageMaxKeys, metrics, log
   })
+  // Counts in Redis when the replicas share one, else here; this process's own are also the fail-open fallback.
+  const localCounters = createLocalCounters({ now, maxBytes: options.trafficCountersMaxBytes })
+  const quotaLedger = createQuotaLedger({ identity, intervalMs: options.keyUsageFlushSeconds * 1000, maxPending: options.keyUsageMaxKeys, log })
+  const traffic = createTrafficControl({
+    counters: redis !== null ? createRedisCounters(redis.client) : localCounters,
+    local: localCounters,
+    ledger: quotaLedger,
+    anonymous: options.anonymousPolicies.map((policy) => ({ scope: 'anonymous', policy })),
+    legacyHeaders: options.legacyRateLimitHeaders,
+    metrics,
+    log,
+    now
+  })
   const upkeep = createCacheUpkeep({
     events,
     keys,
@@ -119,7 +136,8 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
     metrics,
     /** Whether /metrics is served on the app the plugin is registered on (behind its token): the OpenAPI document lists it then. */
     metricsRoute: options.metricsRoute,
-    gate: createRequestGate({ table: () => routes.table, authenticate: createAuthenticator({ keys, tokens, metrics }), usage }),
+    gate: createRequestGate({ table: () => routes.table, authenticate: createAuthenticator({ keys, tokens, metrics }), usage, traffic }),
+    traffic,
     reload: routes.reload,
     get table (): RouteTable { return routes.table },
     connectTimeoutMs: routes.connectTimeoutMs,
@@ -134,6 +152,7 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
     async start (): Promise<void> {
       await upkeep.start()
       usageReporter.start()
+      quotaLedger.start()
       if (options.watchUpstreamsFile) routes.watch()
     },
 
@@ -145,6 +164,7 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
       redis?.close()
       // Before the identity client closes: the uses counted since the last report go now.
       await usageReporter.close()
+      await quotaLedger.close()
       await identity.close()
     }
   }

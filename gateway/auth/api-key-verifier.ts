@@ -93,7 +93,14 @@ export function createApiKeyVerifier (options: ApiKeyVerifierOptions) {
       ? null
       : { deprecatedAt: Date.parse(verdict.deprecation.deprecated_at), sunsetAt: Date.parse(verdict.deprecation.sunset_at) }
     if (deprecation !== null) bounds.push(deprecation.sunsetAt)
-    return { id: verdict.key.id, permissions: verdict.key.permissions, deprecation, until: Math.min(...bounds) }
+    return {
+      id: verdict.key.id,
+      permissions: verdict.key.permissions,
+      deprecation,
+      owner: verdict.key.owner_user_id ?? null,
+      policies: verdict.key.policies ?? [],
+      until: Math.min(...bounds)
+    }
   }
 
   async function miss (presented: string): Promise<KeyCheck> {

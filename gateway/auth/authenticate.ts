@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http'
+import type { GrantedPolicy } from '../../common/traffic/policy.js'
 import { lookupIdOf } from '../../common/api-key-format.js'
 import { readCredential } from '../../common/credentials.js'
 import { AuthDetails, AuthProblems, bearerChallenge } from '../../common/problem.js'
@@ -17,6 +18,10 @@ export interface Principal {
   deprecation: { deprecatedAt: number, sunsetAt: number } | null
   /** For a key, the lookup id of the secret presented (uses are counted per secret); null for a user. */
   secretLookupId: string | null
+  /** Whose per-user policies apply: the token's user, or the key's owner; null for a key that belongs to no user. */
+  user: string | null
+  /** Traffic policies that came with the credential: a key's own and its owner's roles', or the user's roles'. */
+  policies: readonly GrantedPolicy[]
 }
 
 /**
@@ -44,7 +49,16 @@ export function createAuthenticator (deps: { keys: ApiKeyVerifier, tokens: Acces
       throw GatewayProblems.invalidApiKey([INVALID_API_KEY_DETAILS[check.reason]])
     }
     counts.keyValid.inc()
-    return { kind: 'key', id: check.key.id, permissions: check.key.permissions, deprecation: check.key.deprecation, secretLookupId: lookupIdOf(presented) }
+    const { key } = check
+    return {
+      kind: 'key',
+      id: key.id,
+      permissions: key.permissions,
+      deprecation: key.deprecation,
+      secretLookupId: lookupIdOf(presented),
+      user: key.owner,
+      policies: key.policies
+    }
   }
 
   function identityUnavailable (err: unknown): never {
@@ -61,7 +75,8 @@ export function createAuthenticator (deps: { keys: ApiKeyVerifier, tokens: Acces
       throw AuthProblems.invalidToken([check.reason])
     }
     counts.bearerValid.inc()
-    return { kind: 'user', id: check.claims.sub, permissions: check.claims.permissions, deprecation: null, secretLookupId: null }
+    const { claims } = check
+    return { kind: 'user', id: claims.sub, permissions: claims.permissions, deprecation: null, secretLookupId: null, user: claims.sub, policies: claims.policies }
   }
 
   /**

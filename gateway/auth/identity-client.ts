@@ -4,8 +4,8 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { JSONWebKeySet } from 'jose'
 import { createAjv } from '../../common/ajv.js'
 import {
-  KEYS_USAGE_PATH, KEYS_VERIFY_PATH, KeyUsageReceipt, KeyVerdict, RevokedSessions, SESSIONS_REVOKED_PATH,
-  type KeyUsageReport, type RevokedSession
+  KEYS_USAGE_PATH, KEYS_VERIFY_PATH, KeyUsageReceipt, KeyVerdict, QUOTA_USAGE_PATH, QuotaTotals, RevokedSessions, SESSIONS_REVOKED_PATH,
+  type KeyUsageReport, type QuotaUsageReport, type RevokedSession
 } from '../../common/internal-api.js'
 import { dispatchDeadline } from '../dispatch-deadline.js'
 
@@ -43,7 +43,8 @@ const ajv = createAjv(false)
 const answerSchemas = {
   [KEYS_VERIFY_PATH]: ajv.compile<KeyVerdict>(KeyVerdict),
   [SESSIONS_REVOKED_PATH]: ajv.compile<RevokedSessions>(RevokedSessions),
-  [KEYS_USAGE_PATH]: ajv.compile<KeyUsageReceipt>(KeyUsageReceipt)
+  [KEYS_USAGE_PATH]: ajv.compile<KeyUsageReceipt>(KeyUsageReceipt),
+  [QUOTA_USAGE_PATH]: ajv.compile<QuotaTotals>(QuotaTotals)
 }
 
 /**
@@ -126,6 +127,8 @@ export function createIdentityClient (options: IdentityClientOptions) {
     verifyKey: async (key: string): Promise<KeyVerdict> => await callInternal<KeyVerdict>('POST', KEYS_VERIFY_PATH, '', { key }),
     /** Reports key uses; throws IdentityUnreachableError (with the status, when identity answered one) unless identity took them. */
     reportKeyUsage: async (report: KeyUsageReport): Promise<KeyUsageReceipt> => await callInternal<KeyUsageReceipt>('POST', KEYS_USAGE_PATH, '', report),
+    /** Adds quota units counted here and reads the totals of quota counters (identity's count is the authoritative one). */
+    quotaUsage: async (report: QuotaUsageReport): Promise<QuotaTotals> => await callInternal<QuotaTotals>('POST', QUOTA_USAGE_PATH, '', report),
     revokedSessionsSince: async (since: number): Promise<RevokedSession[]> =>
       (await callInternal<RevokedSessions>('GET', SESSIONS_REVOKED_PATH, `?since=${encodeURIComponent(new Date(since).toISOString())}`)).sessions,
     jwks: async (): Promise<JSONWebKeySet> => await json<JSONWebKeySet>('/.well-known/jwks.json'),

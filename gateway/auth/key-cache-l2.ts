@@ -1,3 +1,4 @@
+import type { GrantedPolicy } from '../../common/traffic/policy.js'
 import { Cluster, type Redis } from 'ioredis'
 import type { FastifyBaseLogger } from 'fastify'
 import { withinDeadline, type RedisClient } from '../../common/redis.js'
@@ -8,6 +9,10 @@ export interface VerifiedKey {
   permissions: string[]
   /** When the old secret of a rotation was presented: the client is told to switch. */
   deprecation: { deprecatedAt: number, sunsetAt: number } | null
+  /** The user the key belongs to (per-user policies count it with the user's other credentials); null: none. */
+  owner: string | null
+  /** The key's traffic policies and its owner's roles'. */
+  policies: GrantedPolicy[]
   /** The entry must not be used after this instant (key expiry, sunset, or cache TTL). */
   until: number
 }
@@ -148,6 +153,8 @@ export function createRedisKeyCacheL2 (options: RedisKeyCacheL2Options): KeyCach
         const raw = await withinDeadline(redis.get(ENTRY_PREFIX + cacheKey))
         if (raw === null) return null
         const entry = JSON.parse(raw) as VerifiedKey
+        // An entry written before keys carried traffic policies would let the key pass unlimited: ask identity again.
+        if (!Array.isArray(entry.policies)) return null
         return entry.until > now() ? entry : null
       } catch (err) {
         failed(err, 'key cache L2 read failed; asking identity')

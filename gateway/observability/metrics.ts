@@ -30,6 +30,12 @@ export function createGatewayMetrics () {
       labelNames: ['tier', 'result'] as const,
       registry
     }),
+    trafficDecisions: createHotCounter({
+      name: 'portier_gateway_traffic_decisions_total',
+      help: 'Traffic policy decisions by policy name, where it was declared (key, role:<name>, upstream:<name>, route:<method>:<pattern>, anonymous), kind and outcome (allowed, limited, fallback, unavailable). Never a key or user id.',
+      labelNames: ['policy', 'source', 'kind', 'outcome'] as const,
+      registry
+    }),
     upstreamDuration: new Histogram({
       name: 'portier_gateway_upstream_duration_seconds',
       help: 'Time from sending the request upstream to its response headers, by upstream and status class.',

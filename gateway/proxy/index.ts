@@ -49,6 +49,8 @@ function sanitizeHeaderValues (headers: IncomingHttpHeaders): IncomingHttpHeader
   return headers
 }
 
+const RATE_LIMIT_FIELDS = ['ratelimit', 'ratelimit-policy', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'] as const
+
 /** Appends to Vary rather than replacing what the upstream said its answer varies by. */
 export function addVary (reply: FastifyReply, header: string): void {
   const current = reply.getHeader('vary')
@@ -145,7 +147,11 @@ export async function registerProxy (app: FastifyInstance, options: ProxyOptions
         retryDelay: () => null,
         rewriteRequestHeaders: (request: FastifyRequest, headers: IncomingHttpHeaders) => forwardHeaders(request, decisionOf(request), headers),
         // As @fastify/http-proxy does: a header value the upstream should not have sent is cleaned, not a crash.
-        rewriteHeaders: sanitizeHeaderValues,
+        rewriteHeaders: (headers: IncomingHttpHeaders, request: FastifyRequest) => {
+          // The gateway's own RateLimit fields describe the policies it enforced; an upstream's would replace them.
+          if (decisionOf(request).rateLimitFields) for (const name of RATE_LIMIT_FIELDS) delete headers[name]
+          return sanitizeHeaderValues(headers)
+        },
         onResponse: (request: FastifyRequest, reply: FastifyReply, res: { statusCode: number, stream: Readable }) => { respond(request, reply, res) },
         onError: upstreamFailedReply
       }

@@ -21,7 +21,14 @@ function toConfig (content: UpstreamsFileContent): UpstreamsConfig {
       timeouts: { connectMs: u.timeouts.connectMs, responseMs: u.timeouts.responseMs },
       ...(u.bodyLimitBytes !== undefined ? { bodyLimitBytes: u.bodyLimitBytes } : {}),
       aliases: Object.fromEntries(Object.entries(u.aliases)),
-      routes: u.routes.map((r) => ({ method: r.method, path: r.path, permission: r.permission ?? null }))
+      routes: u.routes.map((r) => ({
+        method: r.method,
+        path: r.path,
+        permission: r.permission ?? null,
+        ...(r.policies !== undefined ? { policies: r.policies } : {}),
+        ...(r.cost !== undefined ? { cost: r.cost } : {})
+      })),
+      ...(u.policies !== undefined ? { policies: u.policies } : {})
     }))
   })
 }

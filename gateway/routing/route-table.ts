@@ -3,7 +3,7 @@ import { MAX_PATH_LENGTH } from './normalise-path.js'
 import { basePathOf, IDENTITY_ROUTES, IDENTITY_UPSTREAM_NAME, joinPrefix, patternKey, reservedPrefixOf, withBasePath } from './paths.js'
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_RESPONSE_TIMEOUT_MS, HTTP_METHODS } from './schema.js'
 import type {
-  ResolvedRoute, ResolvedUpstream, RouteMatch, RouteTable, RouteTableOptions, UpstreamConfig, UpstreamsConfig
+  ResolvedRoute, ResolvedUpstream, RouteMatch, RouteTable, RouteTableOptions, RouteTraffic, UpstreamConfig, UpstreamRouteConfig, UpstreamsConfig
 } from './types.js'
 
 interface Entry { route: ResolvedRoute, prefix: string }
@@ -11,6 +11,19 @@ interface Entry { route: ResolvedRoute, prefix: string }
 const NOT_FOUND: RouteMatch = Object.freeze({ kind: 'not_found' })
 const KNOWN_METHODS: ReadonlySet<string> = new Set(HTTP_METHODS)
 const noop = (): void => {}
+/** Identity's public routes: the gateway's default for anonymous routes applies instead (traffic control). */
+const NO_TRAFFIC_POLICIES: RouteTraffic = Object.freeze({ policies: Object.freeze([]), cost: 1 })
+
+/** The upstream's policies, then the route's own, each under the name of the place that declared it. */
+function routeTraffic (upstream: UpstreamConfig, route: UpstreamRouteConfig, pattern: string): RouteTraffic {
+  return Object.freeze({
+    policies: Object.freeze([
+      ...(upstream.policies ?? []).map((policy) => Object.freeze({ scope: `upstream:${upstream.name}`, policy })),
+      ...(route.policies ?? []).map((policy) => Object.freeze({ scope: `route:${route.method}:${pattern}`, policy }))
+    ]),
+    cost: route.cost ?? 1
+  })
+}
 
 function resolveUpstream (upstream: UpstreamConfig): ResolvedUpstream {
   return Object.freeze({
@@ -68,17 +81,18 @@ export function buildRouteTable (config: UpstreamsConfig, options: RouteTableOpt
   const identity = identityUpstream(options.identityOrigin)
   const upstreams = [identity, ...config.upstreams.map(resolveUpstream)]
   const entries: Entry[] = []
-  const add = (method: string, pattern: string, permission: string | null, auth: 'required' | 'none', upstream: ResolvedUpstream, prefix: string): void => {
-    const entry = { route: Object.freeze({ method, pattern, permission, auth, upstream }), prefix }
+  const add = (method: string, pattern: string, permission: string | null, auth: 'required' | 'none', upstream: ResolvedUpstream, prefix: string, traffic: RouteTraffic): void => {
+    const entry = { route: Object.freeze({ method, pattern, permission, auth, upstream, traffic }), prefix }
     router.on(method as FindMyWay.HTTPMethod, pattern, noop, entry)
     entries.push(entry)
   }
-  for (const route of IDENTITY_ROUTES) add(route.method, route.path, null, 'none', identity, '/')
+  for (const route of IDENTITY_ROUTES) add(route.method, route.path, null, 'none', identity, '/', NO_TRAFFIC_POLICIES)
   const aliases = new Map<string, string>()
   config.upstreams.forEach((upstream, i) => {
     const resolved = upstreams[i + 1] as ResolvedUpstream
     for (const route of upstream.routes) {
-      add(route.method, joinPrefix(upstream.prefix, route.path), route.permission, 'required', resolved, upstream.prefix)
+      const pattern = joinPrefix(upstream.prefix, route.path)
+      add(route.method, pattern, route.permission, 'required', resolved, upstream.prefix, routeTraffic(upstream, route, pattern))
     }
     for (const [source, target] of Object.entries(upstream.aliases)) if (!aliases.has(source)) aliases.set(source, target)
   })
@@ -87,7 +101,7 @@ export function buildRouteTable (config: UpstreamsConfig, options: RouteTableOpt
   const explicitHead = new Set(entries.filter((e) => e.route.method === 'HEAD').map((e) => patternKey(e.route.pattern)))
   for (const { route, prefix } of entries.slice()) {
     if (route.method === 'GET' && !explicitHead.has(patternKey(route.pattern))) {
-      add('HEAD', route.pattern, route.permission, route.auth, route.upstream, prefix)
+      add('HEAD', route.pattern, route.permission, route.auth, route.upstream, prefix, route.traffic)
     }
   }
 

@@ -24,6 +24,15 @@
  *         - { method: GET,  path: /users,     permission: users:list }
  *         - { method: GET,  path: /users/:id, permission: users:read }
  *         - { method: GET,  path: /reports/*, permission: null }  # denied to every caller
+ *         - method: POST                # a route may have traffic policies of its own, and a
+ *           path: /exports              #   cost (default 1): the units one request takes from
+ *           permission: exports:create  #   every rate limit and quota that covers it
+ *           cost: 10
+ *           policies:
+ *             - { name: exports, kind: rate, limit: 100, window_seconds: 3600, partition: user }
+ *       policies:                      # optional: traffic policies of every route of the upstream
+ *         - { name: backoffice, kind: rate, limit: 1000, window_seconds: 10, partition: key }
+ *         - { name: pool, kind: concurrency, limit: 64, partition: upstream }
  *
  * method: GET HEAD POST PUT PATCH DELETE OPTIONS, upper case. HEAD is served wherever GET
  * is declared unless HEAD is declared itself.
@@ -42,6 +51,7 @@
  */
 import { Type, type Static } from 'typebox'
 import { PERMISSION_PATTERN } from '../../common/permissions.js'
+import { TrafficPolicies } from '../../common/traffic/policy.js'
 import { KEY_CASES } from '../inflection/styles.js'
 
 export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
@@ -55,6 +65,8 @@ export const MAX_CONNECT_TIMEOUT_MS = 60_000
 export const MAX_RESPONSE_TIMEOUT_MS = 600_000
 /** A body is held whole while it is forwarded (and inflected), so an upstream's own limit stays modest. */
 export const MAX_BODY_LIMIT_BYTES = 67_108_864
+/** Most units one request may cost. */
+export const MAX_ROUTE_COST = 1_000
 /** Longest route pattern, prefix or alias path; request paths are capped at 2048. */
 const MAX_PATTERN_LENGTH = 1_024
 
@@ -86,7 +98,11 @@ export const RouteSchema = Type.Object({
   method: Type.Enum(HTTP_METHODS),
   path: Type.String({ pattern: ROUTE_PATH_PATTERN, maxLength: MAX_PATTERN_LENGTH }),
   // One schema rather than a union so a bad value gets one message, not one per branch.
-  permission: Type.Optional(Type.Unsafe<string | null>({ type: ['string', 'null'], pattern: PERMISSION_PATTERN }))
+  permission: Type.Optional(Type.Unsafe<string | null>({ type: ['string', 'null'], pattern: PERMISSION_PATTERN })),
+  /** Traffic policies of this route alone (common/traffic/policy.ts). */
+  policies: Type.Optional(TrafficPolicies),
+  /** Units one request takes from every rate limit and quota that covers it. */
+  cost: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ROUTE_COST }))
 }, closed)
 
 export const TimeoutsSchema = Type.Object({
@@ -105,7 +121,9 @@ export const UpstreamSchema = Type.Object({
     Type.String({ pattern: ALIAS_SOURCE_PATTERN }),
     Type.String({ pattern: STATIC_PATH_PATTERN, maxLength: MAX_PATTERN_LENGTH }),
     { ...closed, default: {} }),
-  routes: Type.Array(RouteSchema, { minItems: 1 })
+  routes: Type.Array(RouteSchema, { minItems: 1 }),
+  /** Traffic policies of every route of this upstream. */
+  policies: Type.Optional(TrafficPolicies)
 }, closed)
 
 export const UpstreamsFileSchema = Type.Object({

@@ -1,3 +1,4 @@
+import { policyListProblems, type TrafficPolicy } from '../../common/traffic/policy.js'
 import {
   basePathOf, gatewayOwnPrefixOf, IDENTITY_ROUTES, IDENTITY_UPSTREAM_NAME, isAtOrUnder, isGatewayOwnPath, joinPrefix, pathSegments,
   patternCanStartWith, patternKey, reservedPrefixOf, reservedReachOf, withBasePath
@@ -94,11 +95,26 @@ function checkRoutes (upstream: Upstream, place: string, declared: Map<string, D
     const entry = { method: route.method, pattern, place: where }
     if (earlier === undefined) declared.set(key, entry)
     routes.push(entry)
+    out.problems.push(...trafficProblems(route.policies ?? [], upstream.policies ?? [], route.cost ?? 1, where))
     if (route.permission === undefined || route.permission === null) {
       out.undeclaredPermissions.push(`${where}.permission: ${label} declares no permission, so the gateway denies it to every caller`)
     }
   })
   return routes
+}
+
+/**
+ * Policies of one place share no name, and a route's cost fits every rate limit and
+ * quota declared for it here: a request costing more than a limit could never pass.
+ */
+function trafficProblems (own: readonly TrafficPolicy[], upstreams: readonly TrafficPolicy[], cost: number, where: string): string[] {
+  const problems = policyListProblems(own).map((line) => `${where}.policies/${line}`)
+  for (const policy of [...upstreams, ...own]) {
+    if (policy.kind !== 'concurrency' && policy.limit < cost) {
+      problems.push(`${where}.cost: ${cost} is more than the limit ${policy.limit} of policy "${policy.name}", so no request could pass`)
+    }
+  }
+  return problems
 }
 
 /** The upstream path of an alias target at or under its upstream's prefix, else undefined (the routes' own check covers the rest). */
@@ -156,6 +172,7 @@ export function checkSemantics (content: UpstreamsFileContent): SemanticFindings
     else if (sameName !== undefined) out.problems.push(`${place}.name: "${upstream.name}" is already the name of ${sameName}`)
     else names.set(upstream.name, place)
     out.problems.push(...checkTarget(upstream, place))
+    out.problems.push(...policyListProblems(upstream.policies ?? []).map((line) => `${place}.policies/${line}`))
     routesByUpstream.push(checkRoutes(upstream, place, declared, out))
   })
   // Aliases are checked against every route, including those of later upstreams.

@@ -1,3 +1,4 @@
+import type { TrafficPolicy } from '../../common/traffic/policy.js'
 import type { KeyCase } from '../inflection/styles.js'
 
 export type { KeyCase }
@@ -15,6 +16,10 @@ export interface UpstreamRouteConfig {
   path: string
   /** null: declared but denied to every caller. */
   permission: string | null
+  /** Absent: none of its own. */
+  policies?: TrafficPolicy[]
+  /** Units one request takes from each rate limit and quota; absent: 1. */
+  cost?: number
 }
 
 export interface UpstreamConfig {
@@ -28,6 +33,8 @@ export interface UpstreamConfig {
   /** Absolute gateway path → canonical absolute gateway path. */
   aliases: Record<string, string>
   routes: UpstreamRouteConfig[]
+  /** Absent: none. */
+  policies?: TrafficPolicy[]
 }
 
 /** The upstreams file with every default applied, deeply frozen. */
@@ -56,6 +63,15 @@ export interface ResolvedUpstream {
   bodyLimitBytes: number | null
 }
 
+/** A policy and where it was declared: `upstream:<name>` or `route:<METHOD>:<pattern>` (counts of two places never mix). */
+export interface ScopedPolicy { scope: string, policy: TrafficPolicy }
+
+/** What traffic control applies to a route: its own and its upstream's policies, and its cost. */
+export interface RouteTraffic {
+  policies: readonly ScopedPolicy[]
+  cost: number
+}
+
 export interface ResolvedRoute {
   method: string
   /** The full gateway pattern (prefix included), e.g. `/billing/invoices/:id`. */
@@ -64,6 +80,7 @@ export interface ResolvedRoute {
   /** `none` for identity's own routes (login, refresh, logout, JWKS). */
   auth: 'required' | 'none'
   upstream: ResolvedUpstream
+  traffic: RouteTraffic
 }
 
 export type RouteMatch =

@@ -60,7 +60,7 @@ t.test('a cached credential passes the gate without a promise', async (t) => {
     .sign(signing.privateKey)
 
   const used: string[] = []
-  const gate = createRequestGate({ table: () => table, authenticate: createAuthenticator({ keys, tokens, metrics }), usage: { record: (lookupId) => { used.push(lookupId) } } })
+  const gate = createRequestGate({ table: () => table, authenticate: createAuthenticator({ keys, tokens, metrics }), usage: { record: (lookupId) => { used.push(lookupId) } }, traffic: { admit: () => {} } })
   const app = Fastify()
   app.get('/users', async (request, reply) => {
     const decided = gate(request, reply)

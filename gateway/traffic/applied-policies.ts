@@ -1,0 +1,72 @@
+import { clientNetwork } from '../../common/client-network.js'
+import { quotaPeriodAt } from '../../common/traffic/quota-period.js'
+import type { CounterCheck } from '../../common/traffic/counter.js'
+import type { ConcurrencyPolicy, Partition, TrafficPolicy } from '../../common/traffic/policy.js'
+import type { Principal } from '../auth/authenticate.js'
+import type { ResolvedRoute, ScopedPolicy } from '../routing/index.js'
+
+/** Who and what one request is, as the partitions of its policies read it. */
+export interface RequestParty {
+  route: ResolvedRoute
+  principal: Principal | null
+  ip: string
+}
+
+/**
+ * The name of the partition a request falls in. Names carry their kind (`k:`, `u:`,
+ * `ip:`, `r:`, `up:`) so two kinds never share a count. A per-key or per-user policy
+ * on a request without a credential counts per client network; a per-user policy on
+ * a key that belongs to no user counts per key.
+ */
+export function partitionOf (partition: Partition, party: RequestParty): string {
+  const { principal, route } = party
+  switch (partition) {
+    case 'key':
+      if (principal === null) return `ip:${clientNetwork(party.ip)}`
+      return principal.kind === 'key' ? `k:${principal.id}` : `u:${principal.id}`
+    case 'user':
+      if (principal === null) return `ip:${clientNetwork(party.ip)}`
+      return principal.user !== null ? `u:${principal.user}` : `k:${principal.id}`
+    case 'ip': return `ip:${clientNetwork(party.ip)}`
+    case 'route': return `r:${route.method}:${route.pattern}`
+    case 'upstream': return `up:${route.upstream.name}`
+  }
+}
+
+/** Partitions every caller shares: taken only once the caller's own counts let the request through. */
+export const isSharedPartition = (partition: Partition): boolean => partition === 'route' || partition === 'upstream'
+
+/** What a request must pass, split by kind and by whose count it is. */
+export interface AppliedPolicies {
+  /** The caller's own counts (key, user, IP), then the shared ones (route, upstream). */
+  own: CounterCheck[]
+  shared: CounterCheck[]
+  concurrency: Array<{ id: string, scope: string, policy: ConcurrencyPolicy }>
+}
+
+/** The count a policy keeps for one partition; a rate's limit and window are part of it, so a changed policy starts a new one. */
+function counterId (scope: string, policy: TrafficPolicy, partition: string): string {
+  switch (policy.kind) {
+    case 'rate': return `${scope}|${policy.name}|${policy.limit}/${policy.window_seconds}s|${partition}`
+    // A quota keeps its count when its limit changes: raising a monthly quota must not hand out a fresh month.
+    case 'quota': return `${scope}|${policy.name}|${policy.period}|${partition}`
+    case 'concurrency': return `${scope}|${policy.name}|${policy.limit}|${partition}`
+  }
+}
+
+/** The checks of `policies` for one request, costing `cost` units at `now`. */
+export function applyPolicies (policies: readonly ScopedPolicy[], party: RequestParty, cost: number, now: number): AppliedPolicies {
+  const applied: AppliedPolicies = { own: [], shared: [], concurrency: [] }
+  for (const { scope, policy } of policies) {
+    const partition = partitionOf(policy.partition, party)
+    const id = counterId(scope, policy, partition)
+    if (policy.kind === 'concurrency') {
+      applied.concurrency.push({ id, scope, policy })
+      continue
+    }
+    const period = policy.kind === 'quota' ? quotaPeriodAt(policy.period, now) : { start: 0, end: 0 }
+    const check: CounterCheck = { id, scope, tag: partition, policy, cost, periodStart: period.start, periodEnd: period.end, seed: undefined }
+    ;(isSharedPartition(policy.partition) ? applied.shared : applied.own).push(check)
+  }
+  return applied
+}
