@@ -49,6 +49,8 @@ export class SeedNeededError extends Error {
  */
 export interface CounterStore {
   take: (checks: readonly CounterCheck[]) => CounterResult[] | Promise<CounterResult[]>
+  /** Drops the counts of `checks`: they start again from nothing (a login that succeeded clears its e-mail's failures). */
+  forget: (checks: readonly CounterCheck[]) => void | Promise<void>
 }
 
 /** Whole seconds, rounding up, never below `floor`. */

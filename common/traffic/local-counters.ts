@@ -52,6 +52,9 @@ export function createLocalCounters (options: LocalCountersOptions = {}): Counte
 
   return {
     size: () => counts.size,
+    forget (checks) {
+      for (const check of checks) counts.delete(check.id)
+    },
     take (checks) {
       const at = now()
       const state: Count[] = []

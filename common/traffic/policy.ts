@@ -35,7 +35,7 @@ export const RedisLossSchema = Type.Enum(REDIS_LOSS_MODES)
  * still in the window (8 bytes each per partition in use). Larger volumes are quotas,
  * which keep one count per period.
  */
-export const MAX_RATE_LIMIT = 10_000
+export const MAX_RATE_LIMIT = 100_000
 export const MAX_WINDOW_SECONDS = 86_400
 
 export const QUOTA_PERIODS = ['minute', 'hour', 'day', 'month', 'never'] as const

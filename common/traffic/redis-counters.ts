@@ -5,7 +5,9 @@ import { ceilSeconds, CountersUnavailableError, SeedNeededError, type CounterChe
 /**
  * The counts of one partition, checked and taken atomically in one round trip. Every
  * key of a call carries the same hash tag, so on a Redis Cluster they share a slot.
- * Time is Redis's own (TIME), so replicas with skewed clocks still share one window.
+ * Time is Redis's own (TIME), so replicas with skewed clocks still share one window,
+ * unless the caller keeps its own clock (a single writer such as identity, whose
+ * clock its tests control): then the last ARGV is its time in ms (0: Redis's).
  *
  * ARGV holds five values per key: kind (`r` rate, `q` quota), limit, the window (ms)
  * or the quota period's end (ms since the epoch), cost, and a quota's seed (-1:
@@ -17,8 +19,11 @@ import { ceilSeconds, CountersUnavailableError, SeedNeededError, type CounterChe
  * otherwise {all, then per key: fits, remaining, ms until reset, ms until retry}.
  */
 const TAKE_SCRIPT = `
-local clock = redis.call('TIME')
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local now = tonumber(ARGV[#ARGV])
+if now == 0 then
+  local clock = redis.call('TIME')
+  now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+end
 local n = #KEYS
 local function unit(key, limit, head, offset)
   local i = (head + offset) % limit
@@ -120,19 +125,22 @@ interface TakingClient { portierTrafficTake: (keyCount: number, ...args: Array<s
  * that fits is taken even when another refuses (the caller orders its groups so that
  * this only ever charges a client's own counts).
  */
-export function createRedisCounters (redis: RedisClient, options: { deadlineMs?: number } = {}): CounterStore {
+export function createRedisCounters (redis: RedisClient, options: { deadlineMs?: number, now?: () => number } = {}): CounterStore {
   redis.defineCommand('portierTrafficTake', { lua: TAKE_SCRIPT })
+  const keyOf = (check: CounterCheck): string =>
+    // A quota's key names its period: a gateway whose clock passed the period's end before Redis's must not carry the old count into the new period.
+    `${KEY_PREFIX}{${tagOf(check.tag)}}${check.id}${check.policy.kind === 'quota' ? `@${check.periodStart}` : ''}`
   const client = redis as unknown as TakingClient
 
   async function takeGroup (checks: readonly CounterCheck[]): Promise<CounterResult[]> {
     const keys: string[] = []
     const args: Array<string | number> = []
     for (const check of checks) {
-      // A quota's key names its period: a gateway whose clock passed the period's end before Redis's must not carry the old count into the new period.
-      keys.push(`${KEY_PREFIX}{${tagOf(check.tag)}}${check.id}${check.policy.kind === 'quota' ? `@${check.periodStart}` : ''}`)
+      keys.push(keyOf(check))
       if (check.policy.kind === 'rate') args.push('r', check.policy.limit, check.policy.window_seconds * 1000, check.cost, -1)
       else args.push('q', check.policy.limit, check.periodEnd, check.cost, check.seed ?? -1)
     }
+    args.push(options.now?.() ?? 0)
     let answer: number[]
     try {
       answer = await withinDeadline(client.portierTrafficTake(keys.length, ...keys, ...args), options.deadlineMs)
@@ -168,6 +176,15 @@ export function createRedisCounters (redis: RedisClient, options: { deadlineMs?:
         group.forEach((check, i) => { answers.set(check, { ...(results[i] as CounterResult), allowed }) })
       }
       return checks.map((check) => answers.get(check) as CounterResult)
+    },
+
+    async forget (checks) {
+      try {
+        // One key per call: the keys of several partitions may live on several Cluster nodes.
+        await withinDeadline(Promise.all(checks.map(async (check) => await redis.del(keyOf(check)))), options.deadlineMs)
+      } catch (err) {
+        throw new CountersUnavailableError('redis did not answer the traffic counters', { cause: err })
+      }
     }
   }
 }

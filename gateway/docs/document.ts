@@ -52,7 +52,9 @@ const GATEWAY_PROBLEMS: readonly ProblemFactory[] = [
   CommonProblems.notFound, GatewayProblems.methodNotAllowed, CommonProblems.notAcceptable,
   CommonProblems.bodyTooLarge, CommonProblems.unsupportedMediaType,
   GatewayProblems.upstreamUnavailable, GatewayProblems.upstreamBodyNotInflectable, GatewayProblems.identityUnavailable,
-  GatewayProblems.upstreamTimeout
+  GatewayProblems.upstreamTimeout,
+  // Any route: a key's or a role's policies apply wherever the credential goes.
+  GatewayProblems.rateLimited, GatewayProblems.quotaExhausted, GatewayProblems.concurrencyLimited, GatewayProblems.trafficControlUnavailable
 ]
 /** Before the body is read: all a route declared without a permission can answer. */
 const DENIED_ROUTE_STATUSES = [400, 401, 403, 406, 503]
@@ -61,7 +63,7 @@ const IDENTITY_ROUTE_PROBLEMS: readonly ProblemFactory[] = [
   GatewayProblems.malformedPath, CommonProblems.malformedUrl, GatewayProblems.methodOverrideRefused, GatewayProblems.invalidInflection,
   CommonProblems.malformedJson, GatewayProblems.bodyTooDeep, CommonProblems.notAcceptable, CommonProblems.bodyTooLarge,
   CommonProblems.unsupportedMediaType, GatewayProblems.upstreamUnavailable, GatewayProblems.upstreamBodyNotInflectable,
-  GatewayProblems.upstreamTimeout
+  GatewayProblems.upstreamTimeout, GatewayProblems.rateLimited, GatewayProblems.trafficControlUnavailable
 ]
 
 function codesByStatus (problems: readonly ProblemFactory[]): Map<number, string[]> {
@@ -180,6 +182,15 @@ function aliasNote (alias: AliasUse | undefined, canonicalPath: string, method: 
   return `\n\nAlias of \`${method} ${canonicalPath}\`: \`${alias.source}\` stands for \`${alias.target}\`${fixed}.`
 }
 
+/** The route's own and its upstream's traffic policies, and its cost, as a client reads them. */
+function trafficNote (route: ResolvedRoute): string {
+  const { policies, cost } = route.traffic
+  if (policies.length === 0 && cost === 1) return ''
+  const named = policies.map(({ policy }) => `\`${policy.name}\` (${policy.kind}, ${policy.limit}${policy.kind === 'rate' ? ` per ${policy.window_seconds} s` : policy.kind === 'quota' ? ` per ${policy.period}` : ' in flight'}, per ${policy.partition})`)
+  return `\n\nTraffic policies: ${named.length > 0 ? named.join(', ') : 'none of its own'}${cost === 1 ? '' : `; each request costs ${cost} units`}. ` +
+    'Limited answers carry `RateLimit-Policy` and `RateLimit`; a refusal is 429 with `Retry-After`.'
+}
+
 /** `x-portier-alias-of`: the path an alias operation stands for, as documented. */
 const aliasOf = (alias: AliasUse | undefined, canonicalPath: string): JsonObject => alias === undefined ? {} : { 'x-portier-alias-of': canonicalPath }
 
@@ -204,7 +215,7 @@ function upstreamOperation (route: ResolvedRoute, path: string, canonicalPath: s
     tags: [upstream.name],
     summary,
     description: `Proxied to the upstream \`${upstream.name}\` (JSON keys in ${upstream.keyCase} case there).\n\n${rule}` +
-      aliasNote(alias, canonicalPath, method),
+      trafficNote(route) + aliasNote(alias, canonicalPath, method),
     parameters: [...pathParameters(path), { $ref: `#/components/parameters/${INFLECTION_PARAMETER}` }],
     ...(BODY_METHODS.has(method) && !denied
       ? {

@@ -38,7 +38,7 @@ t.test('specs: what is wrong is refused with the option, the spec and the reason
     ['burst:rate:lots/10s:key', /the limit "lots" is not a whole number/],
     ['burst:rate:-1/10s:key', /the limit "-1" is not a whole number/],
     ['burst:rate:0/10s:key', /limit must be >= 1/],
-    ['burst:rate:10001/10s:key', /limit must be <= 10000/],
+    ['burst:rate:100001/10s:key', /limit must be <= 100000/],
     ['burst:rate:100:key', /a rate needs a window after its limit/],
     ['burst:rate:100/10:key', /the window "10" is not a number and a unit \(s, m, h or d\)/],
     ['burst:rate:100/10w:key', /the window "10w" is not a number and a unit/],
@@ -116,7 +116,7 @@ t.test('roles set: --policy stores them, none keeps them, --no-policies clears t
   exits(t, both, 2, '--policy with --no-policies')
   t.match(both.stderr, /cannot be used with/)
 
-  const bad = await runPortierHere(['roles', 'set', 'partner', '--permissions', '*', '--policy', 'burst:rate:20000/10s:key'], env)
+  const bad = await runPortierHere(['roles', 'set', 'partner', '--permissions', '*', '--policy', 'burst:rate:200000/10s:key'], env)
   exits(t, bad, 2, 'a rate over the limit')
   t.equal(bad.stderr, 'error: --policy "burst:rate:20000/10s:key": limit must be <= 10000\n')
   t.equal(bad.stdout, '')

@@ -150,7 +150,9 @@ t.test('gateway: identity\'s public operations and every route and alias of the 
   t.match(document.paths['/echo/{wildcard}']?.get?.parameters, [{ name: 'wildcard', in: 'path', required: true }], 'a final * is a documented parameter')
   t.match(document.paths['/users']?.get?.parameters, [{ $ref: '#/components/parameters/inflection' }], 'x-api-inflection is documented')
   t.same(Object.keys(document.paths['/users']?.get?.responses ?? {}).sort(),
-    ['2XX', '400', '401', '403', '404', '405', '406', '413', '415', '502', '503', '504'], 'the gateway\'s error answers, the upstream\'s success')
+    ['2XX', '400', '401', '403', '404', '405', '406', '413', '415', '429', '502', '503', '504'], 'the gateway\'s error answers, the upstream\'s success')
+  t.match(document.components?.responses?.TooManyRequests?.description, /`rate_limited`, `quota_exhausted`, `concurrency_limited`/,
+    'any route may be refused by a key\'s or role\'s traffic policy')
   t.same(document.components?.responses?.Forbidden?.content, { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
     'as problem+json')
   t.same(Object.keys(document.components?.securitySchemes ?? {}).sort(), ['accessToken', 'apiKey'], 'API key or Bearer JWT')

@@ -79,6 +79,13 @@ for (const store of ['redis', 'in-process'] as const) {
       t.notOk(/127\.0\.0\.1|k:|u:|ip:/.test(text.split('\n').filter((line) => line.startsWith('portier_gateway_traffic')).join('\n')), 'no partition name in any label')
     })
 
+    t.test('the OpenAPI document states each route\'s policies and cost', async (t) => {
+      const document = (await gateway.call('/openapi.json')).body
+      t.match(document.paths['/users'].get.description, /`backoffice` \(rate, 1000 per 60 s, per key\), `users-burst` \(rate, 5 per 30 s, per key\)/)
+      t.match(document.paths['/users/{id}'].get.description, /each request costs 4 units/)
+      t.match(document.paths['/users'].get.responses['429'], { $ref: '#/components/responses/TooManyRequests' })
+    })
+
     t.test('routes without policies answer without RateLimit fields', async (t) => {
       const plain = await startGateway(t, { ...setup, upstreams: upstreamsWithPolicies(stack.upstreamUrl, {}), options: { anonymousPolicies: [] } })
       const answer = await plain.call('/users?per_page=1', as(a.key))
