@@ -82,7 +82,8 @@ t.test('the route is the configured one, with its upstream resolved', async (t) 
     pattern: '/billing/invoices/:id',
     permission: 'invoices:read',
     auth: 'required',
-    upstream: { name: 'billing', origin: 'https://billing.internal:8443', basePath: '/api/v2', keyCase: 'camel', timeouts: { connectMs: 500, responseMs: 3000 }, bodyLimitBytes: null }
+    upstream: { name: 'billing', origin: 'https://billing.internal:8443', basePath: '/api/v2', keyCase: 'camel', timeouts: { connectMs: 500, responseMs: 3000 }, bodyLimitBytes: null },
+    traffic: { policies: [], cost: 1 }
   })
   t.ok(Object.isFrozen(found?.route), 'the route is frozen')
   t.ok(Object.isFrozen(found?.route.upstream), 'its upstream is frozen')
@@ -143,10 +144,10 @@ t.test("identity's built-in routes", async (t) => {
   const identity = { name: 'identity', origin: IDENTITY_ORIGIN, basePath: '', keyCase: 'snake', timeouts: { connectMs: 2000, responseMs: 10000 }, bodyLimitBytes: null }
   for (const [method, path] of [['POST', '/sessions'], ['DELETE', '/sessions/current'], ['POST', '/tokens'], ['POST', '/jetons'], ['GET', '/.well-known/jwks.json']] as const) {
     const found = table.match(method, path)
-    t.same(found, { kind: 'route', route: { method, pattern: path, permission: null, auth: 'none', upstream: identity }, upstreamPath: path }, `${method} ${path}`)
+    t.same(found, { kind: 'route', route: { method, pattern: path, permission: null, auth: 'none', upstream: identity, traffic: { policies: [], cost: 1 } }, upstreamPath: path }, `${method} ${path}`)
   }
   const bare = buildRouteTable({ upstreams: [] }, { identityOrigin: 'http://identity.local:3001/ignored/path' })
-  t.same(bare.match('POST', '/jetons'), { kind: 'route', route: { method: 'POST', pattern: '/jetons', permission: null, auth: 'none', upstream: { ...identity, origin: 'http://identity.local:3001' } }, upstreamPath: '/jetons' },
+  t.same(bare.match('POST', '/jetons'), { kind: 'route', route: { method: 'POST', pattern: '/jetons', permission: null, auth: 'none', upstream: { ...identity, origin: 'http://identity.local:3001' }, traffic: { policies: [], cost: 1 } }, upstreamPath: '/jetons' },
     'present with no upstream at all; only the origin of identityOrigin counts')
   t.same(bare.match('GET', '/sessions/current'), { kind: 'method_not_allowed', allow: ['DELETE'] })
 })
