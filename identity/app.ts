@@ -28,7 +28,7 @@ import type { Db } from './store/db.js'
 import { describeDatabaseModes, inspectDatabaseModes } from './store/database-permissions.js'
 import { createOutboxStore } from './store/outbox-store.js'
 
-/** How long start-up waits for Redis before running degraded (events then get lost, logged). */
+/** How long start-up waits for Redis before running degraded (events then get lost, login failures counted in process; logged). */
 const REDIS_START_WAIT_MS = 2_000
 
 export interface BuildIdentityOptions {
@@ -61,6 +61,18 @@ async function connectEvents (config: IdentityConfig, log: FastifyInstance['log'
 }
 
 /**
+ * With a bus handed in (the one-process demo's) but Redis configured, the login throttle
+ * still counts failures in Redis: a connection of its own.
+ */
+async function connectCounters (config: IdentityConfig, log: FastifyInstance['log']): Promise<RedisClient | null> {
+  if (config.redis === undefined) return null
+  const redis = createRedis(config.redis)
+  redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis connection error'))
+  if (!await waitForRedis(redis, REDIS_START_WAIT_MS)) log.warn('Redis is not reachable yet; login failures are counted in this process until it is')
+  return redis
+}
+
+/**
  * Builds identity's two HTTP apps over one database and one set of services.
  * Nothing listens yet: the server (or a test) decides where.
  */
@@ -87,12 +99,12 @@ export async function buildIdentity (config: IdentityConfig, options: BuildIdent
   for (const line of modes.info) publicApp.log.info(line)
   for (const line of modes.warn) publicApp.log.warn(line)
   const { events, redis } = options.events !== undefined
-    ? { events: options.events, redis: null }
+    ? { events: options.events, redis: await connectCounters(config, publicApp.log) }
     : await connectEvents(config, publicApp.log)
   const metrics = createIdentityMetrics()
   let services: IdentityServices
   try {
-    services = await createIdentityServices(config, { db, events, clock: options.clock ?? systemClock, metrics, log: publicApp.log })
+    services = await createIdentityServices(config, { db, events, clock: options.clock ?? systemClock, metrics, log: publicApp.log, redis })
   } catch (err) {
     // A refusal at start (e.g. signing keys the configured secret cannot open) must not leave the file or Redis open.
     if (options.events === undefined) await events.close()

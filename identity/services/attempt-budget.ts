@@ -1,7 +1,8 @@
 import { LRUCache } from 'lru-cache'
 import type { Clock } from './clock.js'
+import { createRunningAttempts } from './running-attempts.js'
 
-/** Upper bound on names whose failures are remembered (e-mails, IPs, lookup ids): a flood of distinct ones cannot grow memory. */
+/** Upper bound on names whose failures are remembered (lookup ids): a flood of distinct ones cannot grow memory. */
 const DEFAULT_MAX_TRACKED = 100_000
 
 export interface AttemptBudgetOptions {
@@ -12,30 +13,29 @@ export interface AttemptBudgetOptions {
   maxTracked?: number
 }
 
-/** How a started attempt ended. `neutral`: neither a failure nor a success (a right password on a disabled account). */
-export type AttemptOutcome = 'failure' | 'success' | 'neutral'
+/** How a started attempt ended. */
+export type AttemptOutcome = 'failure' | 'success'
 
 interface Failures { count: number, resetAt: number }
-interface Pending { inFlight: number, waiters: Array<() => void> }
 
 export type AttemptBudget = ReturnType<typeof createAttemptBudget>
 
 /**
- * A fixed-window count of failed attempts per name, for checks that are expensive or
- * that an attacker repeats (a password, a legacy argon2 key hash), which also counts
- * the attempts still running: a name may have at most `limit` failures and running
- * attempts together. Counting failures only once a check had failed let every attempt
- * already in flight pass the limit (N concurrent attempts all ran); refusing what is
- * in flight would refuse a burst of right passwords. So an attempt that finds the
- * budget full of running attempts waits for one of them to end (`ended`), then looks
- * again: N concurrent attempts run at most `limit` checks that fail, and right ones
- * all get through. The running counts are never evicted (they are bounded by the
- * requests in flight); the failures are an LRU. State is per process.
+ * An in-process, fixed-window count of failed attempts per name, together with the
+ * attempts still running (running-attempts.ts): a name may have at most `limit`
+ * failures and running attempts together. What API keys stored as argon2id by an
+ * earlier version use (api-keys.ts), so that wrong secrets for one lookup id run at
+ * most `limit` argon2 checks. (Logins count their failures on the traffic-control
+ * engine instead: login-throttle.ts.) Counting failures only once a check had failed
+ * let every attempt already in flight pass the limit; refusing what is in flight would
+ * refuse a burst of right secrets. So an attempt that finds the budget full of running
+ * attempts waits for one of them to end (`ended`), then looks again. The failures are
+ * an LRU; state is per process.
  */
 export function createAttemptBudget (options: AttemptBudgetOptions) {
   const { clock, limit } = options
   const failures = new LRUCache<string, Failures>({ max: options.maxTracked ?? DEFAULT_MAX_TRACKED })
-  const pending = new Map<string, Pending>()
+  const running = createRunningAttempts()
 
   function failuresOf (name: string): Failures | undefined {
     const window = failures.get(name)
@@ -55,13 +55,11 @@ export function createAttemptBudget (options: AttemptBudgetOptions) {
     },
     /** Whether one more attempt may start now: failures and running attempts stay within the limit. */
     hasRoom (name: string): boolean {
-      return (failuresOf(name)?.count ?? 0) + (pending.get(name)?.inFlight ?? 0) < limit
+      return (failuresOf(name)?.count ?? 0) + running.count(name) < limit
     },
     /** Starts an attempt; call it right after hasRoom said true, and `end` it whatever happens. */
     start (name: string): void {
-      const entry = pending.get(name)
-      if (entry === undefined) pending.set(name, { inFlight: 1, waiters: [] })
-      else entry.inFlight++
+      running.start(name)
     },
     /** Ends an attempt: a failure is counted, a success clears the name's failures when `clearOnSuccess`. */
     end (name: string, outcome: AttemptOutcome, clearOnSuccess: boolean): void {
@@ -69,22 +67,14 @@ export function createAttemptBudget (options: AttemptBudgetOptions) {
         const window = failuresOf(name)
         if (window === undefined) failures.set(name, { count: 1, resetAt: clock.now() + options.windowMs })
         else window.count++
-      } else if (outcome === 'success' && clearOnSuccess) {
+      } else if (clearOnSuccess) {
         failures.delete(name)
       }
-      const entry = pending.get(name)
-      if (entry === undefined) return
-      entry.inFlight--
-      const waiters = entry.waiters
-      entry.waiters = []
-      if (entry.inFlight <= 0) pending.delete(name)
-      for (const wake of waiters) wake()
+      running.end(name)
     },
     /** Resolves when one of the attempts running for `name` ends (at once when none runs). */
     async ended (name: string): Promise<void> {
-      const entry = pending.get(name)
-      if (entry === undefined) return
-      await new Promise<void>((resolve) => { entry.waiters.push(resolve) })
+      await running.ended(name)
     }
   }
 }

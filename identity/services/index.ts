@@ -1,4 +1,6 @@
 import type { EventBus } from '../../common/event-bus.js'
+import type { RedisClient } from '../../common/redis.js'
+import { createRedisCounters } from '../../common/traffic/redis-counters.js'
 import { ACCESS_TOKEN_TTL_SECONDS } from '../../common/access-token-profile.js'
 import type { IdentityCoreConfig } from '../config.js'
 import { createIdentityMetrics, type IdentityMetrics } from '../observability/metrics.js'
@@ -70,6 +72,11 @@ export interface IdentityServicesDeps {
    */
   metrics?: IdentityMetrics
   log?: ServicesLog
+  /**
+   * Identity's Redis connection (config.redis), when it has one: the login throttle counts
+   * failures there (shared, kept across restarts). Absent: in this process.
+   */
+  redis?: RedisClient | null
 }
 
 export async function createIdentityServices (config: IdentityCoreConfig, deps: IdentityServicesDeps): Promise<IdentityServices> {
@@ -107,7 +114,13 @@ export async function createIdentityServices (config: IdentityCoreConfig, deps: 
     refreshReuseGraceSeconds: config.refreshReuseGraceSeconds
   })
   const users = createUsers({ db, store: usersStore, roles: rolesStore, hasher: hashers.passwords, sessions, events, clock, ownerPoliciesChanged })
-  const throttle = createLoginThrottle({ ...config.loginThrottle, clock })
+  const throttle = createLoginThrottle({
+    ...config.loginThrottle,
+    clock,
+    // Identity's clock, not Redis's: identity is the one writer, and its tests move the clock.
+    ...(deps.redis !== undefined && deps.redis !== null ? { store: createRedisCounters(deps.redis, { now: clock.now }) } : {}),
+    log: deps.log ?? silentLog
+  })
   return {
     clock,
     login: createLogin({ users: usersStore, userAccounts: users, hasher: hashers.passwords, sessions, throttle, metrics }),

@@ -51,21 +51,22 @@ export function createLogin (options: LoginOptions) {
         : await hasher.verify(user.passwordHash, attempt.password)
     } catch (err) {
       // The check itself failed: the attempt ends (and counts) as a failure, so that it never blocks the ones waiting.
-      reservation.failed()
+      await reservation.failed()
       throw err
     }
     if (!verified || user === null) {
-      reservation.failed()
+      // Recorded (in Redis when identity has it) before the 401 is answered.
+      await reservation.failed()
       metrics.logins.inc({ outcome: 'failure' })
       throw IdentityProblems.invalidCredentials()
     }
     // Only after the password proved who is asking do we say the account is disabled.
     if (user.disabledAt !== null) {
-      reservation.released()
+      await reservation.released()
       metrics.logins.inc({ outcome: 'failure' })
       throw IdentityProblems.userDisabled()
     }
-    reservation.succeeded()
+    await reservation.succeeded()
     if (hasher.needsRehash(user.passwordHash)) await userAccounts.rehash(user.id, attempt.password)
     const tokenSet = await sessions.open(user.id, { ipAddress: attempt.ipAddress, userAgent: attempt.userAgent })
     metrics.logins.inc({ outcome: 'success' })
