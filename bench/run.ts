@@ -21,9 +21,12 @@ import { identityRates } from './scenarios/identity-rates.js'
 import { manyKeys } from './scenarios/many-keys.js'
 import { manyRoutes } from './scenarios/many-routes.js'
 import { proxyOverhead } from './scenarios/proxy-overhead.js'
+import { rateLimitLocal } from './scenarios/rate-limit-local.js'
+import { rateLimitManyKeys } from './scenarios/rate-limit-many-keys.js'
+import { rateLimitRedis } from './scenarios/rate-limit-redis.js'
 import { realistic } from './scenarios/realistic.js'
 import { workers } from './scenarios/workers.js'
-import { defaultSettings, type RunSettings } from './settings.js'
+import { defaultSettings, MAX_LIMITED_KEYS_IN_TRAFFIC, type RunSettings } from './settings.js'
 import { startStack, type Stack } from './stack.js'
 import { findOrInstallTool } from './tools.js'
 import { staticUsersPath } from './upstreams.js'
@@ -69,13 +72,13 @@ function nonNegative (value: string): number {
 function parseFlags (): Flags {
   return new Command('bench')
     .description('Portier benchmark: throughput, latency and memory against a bare proxy and nginx, on this machine.')
-    .option('--quick', 'smoke run: 2 short rounds, fewer keys (under 2 minutes)', false)
+    .option('--quick', 'smoke run: 2 short rounds, fewer keys (2 to 3 minutes)', false)
     .option('--duration <seconds>', 'length of one load run', positive(false))
     .option('--rounds <n>', 'alternating rounds per scenario (figures are medians)', positive(true))
     .option('--warmup <seconds>', 'unrecorded warm-up run per variant (0: none)', nonNegative)
     .option('--connections <n>', 'concurrent connections of the load generator', positive(true))
     .option('--keys <n>', 'API keys seeded in identity for the many-keys scenario', positive(true))
-    .option('--traffic-keys <n>', 'distinct keys in the many-keys traffic', positive(true))
+    .option('--traffic-keys <n>', `distinct keys in the many-keys traffic, and in the rate-limited many-keys traffic (at most ${MAX_LIMITED_KEYS_IN_TRAFFIC.toLocaleString('en')})`, positive(true))
     .option('--no-nginx', 'leave out the nginx reference')
     .option('--no-nginx-install', 'do not install nginx with apt-get when it is absent')
     .addOption(new Option('--load-generator <name>', 'what sends the throughput scenarios\' load: wrk when found or installable, else autocannon (auto)').choices(['auto', 'wrk', 'autocannon']).default('auto'))
@@ -100,7 +103,8 @@ function settingsFrom (flags: Flags, loadGenerator: string): RunSettings {
     warmupSeconds: flags.warmup ?? base.warmupSeconds,
     connections: flags.connections ?? base.connections,
     keysInIdentity: flags.keys ?? base.keysInIdentity,
-    distinctKeysInTraffic: Math.min(flags.trafficKeys ?? base.distinctKeysInTraffic, flags.keys ?? base.keysInIdentity)
+    distinctKeysInTraffic: Math.min(flags.trafficKeys ?? base.distinctKeysInTraffic, flags.keys ?? base.keysInIdentity),
+    limitedKeysInTraffic: Math.min(flags.trafficKeys ?? base.limitedKeysInTraffic, flags.keys ?? base.keysInIdentity, MAX_LIMITED_KEYS_IN_TRAFFIC)
   }
 }
 
@@ -117,8 +121,13 @@ function say (line: string): void {
 async function warmGateways (ctx: BenchContext, seconds: number): Promise<void> {
   const { stack } = ctx
   const key = { 'x-api-key': stack.accounts.apiKey }
-  const kinds: Array<Record<string, string>> = [key, { ...key, 'x-api-inflection': 'camel' }, { authorization: `Bearer ${(await login(stack)).access_token}` }]
-  for (const gateway of [stack.gateway, stack.gatewayManyRoutes, stack.gatewayTwoWorkers]) {
+  const kinds: Array<Record<string, string>> = [
+    key,
+    { ...key, 'x-api-inflection': 'camel' },
+    { authorization: `Bearer ${(await login(stack)).access_token}` },
+    { 'x-api-key': stack.accounts.limitedApiKey }
+  ]
+  for (const gateway of [stack.gateway, stack.gatewayManyRoutes, stack.gatewayTwoWorkers, stack.gatewayWithoutRedis]) {
     for (const headers of kinds) {
       const outcome = await ctx.driver.run({ url: gateway.url + staticUsersPath(), method: 'GET', headers, connections: ctx.connections, durationSeconds: seconds })
       say(`  warm-up ${gateway.name}: ${formatRun(outcome)}`)
@@ -182,6 +191,7 @@ async function main (): Promise<void> {
   const stack = await startStack({
     manyKeys: settings.keysInIdentity,
     trafficKeys: settings.distinctKeysInTraffic,
+    limitedTrafficKeys: settings.limitedKeysInTraffic,
     nginx: nginxBinary,
     mockUsers: settings.mockUsers,
     ...(flags.cpuProf !== undefined ? { cpuProfileDir: resolve(flags.cpuProf) } : {}),
@@ -200,27 +210,33 @@ async function main (): Promise<void> {
       say,
       rounds: { rounds: settings.rounds, durationSeconds: settings.durationSeconds, warmupSeconds: settings.warmupSeconds, say }
     }
-    say('[1/9] gateways warm-up')
+    say('[1/12] gateways warm-up')
     await warmGateways(ctx, Math.max(settings.warmupSeconds, settings.durationSeconds / 2))
     const warmupRssMiB = memoryOf(stack.gateway.pid).rssMiB
     say(`  gateway RSS after warm-up: ${warmupRssMiB.toFixed(1)} MiB`)
     // Routes and workers first, while the gateways compared have served the same
     // traffic: later, the 10-route one has run every other scenario.
-    say('[2/9] many routes')
+    say('[2/12] many routes')
     const routes = await manyRoutes(ctx)
-    say('[3/9] gateway workers')
+    say('[3/12] gateway workers')
     const twoWorkers = await workers(ctx)
-    say('[4/9] proxy overhead, 7 KB')
+    say('[4/12] proxy overhead, 7 KB')
     const scenarios = await proxyOverhead(ctx)
-    say('[5/9] body sizes, 1 KB and 30 KB, camel inflection at 30 KB')
+    say('[5/12] body sizes, 1 KB and 30 KB, camel inflection at 30 KB')
     scenarios.push(...await bodySizes(ctx))
-    say('[6/9] many keys')
+    say('[6/12] many keys')
     scenarios.push(await manyKeys(ctx, { keysInIdentity: settings.keysInIdentity }), routes, twoWorkers)
-    say('[7/9] realistic upstream')
+    say('[7/12] per-key rate limit, Redis')
+    scenarios.push(await rateLimitRedis(ctx))
+    say('[8/12] per-key rate limit, in process')
+    scenarios.push(await rateLimitLocal(ctx))
+    say('[9/12] many keys, each with its own rate limit')
+    scenarios.push(await rateLimitManyKeys(ctx))
+    say('[10/12] realistic upstream')
     result.realistic = [await realistic(ctx)]
-    say('[8/9] invalid-key flood')
+    say('[11/12] invalid-key flood')
     result.flood = await flood(ctx, settings.flood)
-    say('[9/9] logins and refreshes')
+    say('[12/12] logins and refreshes')
     result.identity = await identityRates(ctx)
     result.memory = memoryVerdict(warmupRssMiB, stack)
     say(`  gateway RSS: ${result.memory.finalRssMiB.toFixed(1)} MiB after the run, peak ${result.memory.peakRssMiB.toFixed(1)} MiB`)
@@ -232,7 +248,7 @@ async function main (): Promise<void> {
   }
   say('inflection micro-benchmark')
   const { micro, inflectionStream } = await runMicro(flags.quick, flags.microBudget)
-  const { warmupSeconds: _w, flood: _f, mockUsers: _m, ...reported } = settings
+  const { warmupSeconds: _w, flood: _f, mockUsers: _m, limitedKeysInTraffic: _l, ...reported } = settings
   const complete: BenchResult = {
     version: 2,
     startedAt: new Date(startedAt).toISOString(),

@@ -9,7 +9,7 @@ import { freePort } from '../harness/ports.js'
 import { startPrivateRedis } from '../harness/redis-server.js'
 import { nginxVersion, writeNginxConfig } from './baselines/nginx.js'
 import { startService, type Service } from './processes/service.js'
-import { seedIdentity, type BenchAccounts } from './seed.js'
+import { BENCH_RATE_POLICY, seedIdentity, type BenchAccounts } from './seed.js'
 import { writeUpstreamsFile } from './upstreams.js'
 
 /**
@@ -39,6 +39,8 @@ function nodeArgs (entry: string, name: string, profileDir: string | undefined, 
 export interface StackOptions {
   manyKeys: number
   trafficKeys: number
+  /** Keys seeded each with its own per-key rate limit, for the rate-limited many-keys scenario. */
+  limitedTrafficKeys: number
   /** The nginx binary, or null to run without the nginx reference. */
   nginx: string | null
   mockUsers: number
@@ -63,6 +65,8 @@ export interface Stack {
   gatewayManyRoutes: Service
   /** Same as `gateway`, started with GATEWAY_WORKERS=2. */
   gatewayTwoWorkers: Service
+  /** Same as `gateway`, without Redis: rate limits counted in process, no L2 key cache, an in-process event bus. */
+  gatewayWithoutRedis: Service
   /** node:http + undici Pool to the static upstream: the Node floor. */
   floor: Service
   /** Fastify + @fastify/http-proxy to the static upstream. */
@@ -81,7 +85,8 @@ export interface Stack {
 
 /**
  * Starts the static upstream, upstream-mock, a private redis-server, identity (on a
- * database seeded first), three gateways (10 routes, 1 000 routes, two workers), the
+ * database seeded first), four gateways (10 routes, 1 000 routes, two workers, and 10
+ * routes without Redis), the
  * node floor, two bare proxies (static upstream, mock) and nginx: each its own process,
  * as in production, so that no two share an event loop with each other or with the
  * load generator. Processes log as they would in production (info, one line per
@@ -134,8 +139,8 @@ export async function startStack (options: StackOptions): Promise<Stack> {
       REDIS_URL: redis.url,
       LOG_LEVEL: 'info'
     }
-    options.say(`seeding identity: ${options.manyKeys.toLocaleString('en')} keys`)
-    const accounts = await seedIdentity(identityEnv, { manyKeys: options.manyKeys, trafficKeys: options.trafficKeys })
+    options.say(`seeding identity: ${options.manyKeys.toLocaleString('en')} keys, and ${options.limitedTrafficKeys.toLocaleString('en')} with a per-key rate limit`)
+    const accounts = await seedIdentity(identityEnv, { manyKeys: options.manyKeys, trafficKeys: options.trafficKeys, limitedTrafficKeys: options.limitedTrafficKeys })
     const identity = await startService({
       name: 'identity', command: process.execPath, args: [built('identity/server.js')], env: identityEnv, url: `http://127.0.0.1:${publicPort}`, readyPath: '/healthz'
     })
@@ -152,18 +157,28 @@ export async function startStack (options: StackOptions): Promise<Stack> {
       IDENTITY_INTERNAL_URL: `http://127.0.0.1:${adminPort}`,
       IDENTITY_SERVICE_TOKEN: serviceToken,
       REDIS_URL: redis.url,
+      // The default per-IP limit of identity's public routes (600 a minute) would refuse
+      // the logins and refreshes, which all come from one address: the same policy, still
+      // counted on every such request, far above the load (as the rate-limit scenarios' is).
+      GATEWAY_ANONYMOUS_POLICIES: JSON.stringify([{ ...BENCH_RATE_POLICY, name: 'anonymous', partition: 'ip' }]),
       LOG_LEVEL: 'info',
       ...extra
     })
     const targets = { static: upstream.url, mock: mock.url }
-    const startGateway = async (name: string, routes: number, extra: Record<string, string> = {}): Promise<Service> => {
+    /** `redis: false`: a gateway on its own, which counts, caches and hears events in process. */
+    const startGateway = async (name: string, routes: number, extra: Record<string, string> = {}, { redis = true } = {}): Promise<Service> => {
       const [port, metricsPort] = [await freePort(), await freePort()]
       const upstreamsFile = await writeUpstreamsFile(join(dir, `${name}.json`), targets, routes)
+      const env = gatewayEnv(port, upstreamsFile, metricsPort, extra)
+      if (!redis) {
+        delete env.REDIS_URL
+        delete env.REDIS_CLUSTER_NODES
+      }
       const gateway = await startService({
         name,
         command: process.execPath,
         args: nodeArgs('gateway/server.js', name, options.cpuProfileDir, extra.GATEWAY_WORKERS !== undefined),
-        env: gatewayEnv(port, upstreamsFile, metricsPort, extra),
+        env,
         url: `http://127.0.0.1:${port}`,
         readyPath: '/readyz'
       })
@@ -174,6 +189,7 @@ export async function startStack (options: StackOptions): Promise<Stack> {
     const gatewayManyRoutes = await startGateway('gateway-1000-routes', 1_000)
     // A gateway that does not know the setting yet ignores it and runs one process.
     const gatewayTwoWorkers = await startGateway('gateway-2-workers', 10, { GATEWAY_WORKERS: '2' })
+    const gatewayWithoutRedis = await startGateway('gateway-no-redis', 10, {}, { redis: false })
 
     const startNodeBaseline = async (name: string, entry: string, env: (port: number) => Record<string, string>): Promise<Service> => {
       const port = await freePort()
@@ -214,6 +230,7 @@ export async function startStack (options: StackOptions): Promise<Stack> {
       gateway,
       gatewayManyRoutes,
       gatewayTwoWorkers,
+      gatewayWithoutRedis,
       floor,
       bare,
       bareToMock,

@@ -41,8 +41,9 @@ export function staticGet (ctx: BenchContext, base: string, size: PageSize, head
   return { url: base + staticUsersPath(size), method: 'GET', headers, connections: ctx.connections, durationSeconds: 0 }
 }
 
-export function apiKey (ctx: BenchContext): Record<string, string> {
-  return { 'x-api-key': ctx.stack.accounts.apiKey }
+/** The `x-api-key` header: the bench's API key unless another is given. */
+export function apiKey (ctx: BenchContext, key: string = ctx.stack.accounts.apiKey): Record<string, string> {
+  return { 'x-api-key': key }
 }
 
 /** Direct to the static upstream and the bare proxy: the pair the headroom check compares. */
@@ -59,9 +60,9 @@ export function floorVariant (ctx: BenchContext, size: PageSize): VariantSpec {
   return { id: FLOOR_ID, label: 'node floor (node:http + undici Pool)', role: 'reference', pid: floor.pid, job: () => staticGet(ctx, floor.url, size) }
 }
 
-/** A gateway with the bench's API key. */
-export function gatewayKeyVariant (ctx: BenchContext, gateway: Service, size: PageSize, id: string, label: string, role: VariantSpec['role'] = 'candidate'): VariantSpec {
-  return { id, label, role, pid: gateway.pid, job: () => staticGet(ctx, gateway.url, size, apiKey(ctx)) }
+/** A gateway with the bench's API key, or with `key`. */
+export function gatewayKeyVariant (ctx: BenchContext, gateway: Service, size: PageSize, id: string, label: string, role: VariantSpec['role'] = 'candidate', key?: string): VariantSpec {
+  return { id, label, role, pid: gateway.pid, job: () => staticGet(ctx, gateway.url, size, apiKey(ctx, key)) }
 }
 
 /** The gateway with the bench's API key, asking for camelCase member names. */
@@ -84,6 +85,33 @@ export async function compareGateways (ctx: BenchContext, scenario: {
     ...headroomVariants(ctx, '7k'),
     gatewayKeyVariant(ctx, baseline.gateway, '7k', baseline.id, baseline.label, 'baseline'),
     gatewayKeyVariant(ctx, candidate.gateway, '7k', candidate.id, candidate.label)
+  ], ctx.rounds)
+  return judge({
+    id: scenario.id,
+    title: scenario.title,
+    request: `GET ${staticUsersPath('7k')} from the static upstream, API key, ${ctx.connections} connections`,
+    variants,
+    candidate: candidate.id,
+    target: scenario.target,
+    ...(scenario.notes !== undefined ? { notes: scenario.notes } : {})
+  })
+}
+
+/** One gateway, the same 7 KB request with two API keys, in one rotation with the headroom pair. */
+export async function compareKeys (ctx: BenchContext, scenario: {
+  id: string
+  title: string
+  gateway: Service
+  baseline: { key: string, id: string, label: string }
+  candidate: { key: string, id: string, label: string }
+  target: Target
+  notes?: string[]
+}): Promise<ScenarioResult> {
+  const { gateway, baseline, candidate } = scenario
+  const variants = await alternate(ctx.driver, [
+    ...headroomVariants(ctx, '7k'),
+    gatewayKeyVariant(ctx, gateway, '7k', baseline.id, baseline.label, 'baseline', baseline.key),
+    gatewayKeyVariant(ctx, gateway, '7k', candidate.id, candidate.label, 'candidate', candidate.key)
   ], ctx.rounds)
   return judge({
     id: scenario.id,

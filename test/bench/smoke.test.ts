@@ -27,8 +27,9 @@ t.test('npm run bench -- --quick runs every scenario and writes the reports', as
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
   t.equal(code, 0, `bench exits 0\n${output.slice(-3000)}`)
 
-  for (const step of ['[1/9] gateways warm-up', '[2/9] many routes', '[3/9] gateway workers', '[4/9] proxy overhead, 7 KB', '[5/9] body sizes, 1 KB and 30 KB',
-    '[6/9] many keys', '[7/9] realistic upstream', '[8/9] invalid-key flood', '[9/9] logins and refreshes', 'inflection micro-benchmark']) {
+  for (const step of ['[1/12] gateways warm-up', '[2/12] many routes', '[3/12] gateway workers', '[4/12] proxy overhead, 7 KB', '[5/12] body sizes, 1 KB and 30 KB',
+    '[6/12] many keys', '[7/12] per-key rate limit, Redis', '[8/12] per-key rate limit, in process', '[9/12] many keys, each with its own rate limit',
+    '[10/12] realistic upstream', '[11/12] invalid-key flood', '[12/12] logins and refreshes', 'inflection micro-benchmark']) {
     t.match(output, step, `progress names "${step}"`)
   }
 
@@ -39,8 +40,10 @@ t.test('npm run bench -- --quick runs every scenario and writes the reports', as
   t.ok(files.some((f) => f.endsWith('.svg')), 'an SVG chart is written')
   const result = JSON.parse(await readFile(join(out, json as string), 'utf8')) as BenchResult
 
-  t.same(result.scenarios.map((s) => s.id), ['api-key', 'bearer', 'camel', 'api-key-1k', 'api-key-30k', 'camel-30k', 'many-keys', 'many-routes', 'workers'],
-    'every throughput scenario against the static upstream is reported')
+  const judged = ['api-key', 'bearer', 'camel', 'api-key-1k', 'api-key-30k', 'camel-30k', 'many-keys', 'many-routes', 'rate-limit-redis', 'rate-limit-local', 'rate-limit-many-keys']
+  const reported = ['api-key', 'bearer', 'camel', 'api-key-1k', 'api-key-30k', 'camel-30k', 'many-keys', 'many-routes', 'workers',
+    'rate-limit-redis', 'rate-limit-local', 'rate-limit-many-keys']
+  t.same(result.scenarios.map((s) => s.id), reported, 'every throughput scenario against the static upstream is reported')
   t.same(result.realistic.map((s) => s.id), ['realistic-api-key'], 'the realistic-upstream scenario is reported apart')
   t.match(result.settings.loadGenerator, /^autocannon/, 'the report names the load generator (autocannon: --requests counts requests)')
   for (const scenario of [...result.scenarios, ...result.realistic]) {
@@ -56,11 +59,23 @@ t.test('npm run bench -- --quick runs every scenario and writes the reports', as
     t.ok(scenario.headroom !== null && Number.isFinite(scenario.headroom), `${scenario.id}: direct ÷ bare is measured in its own rounds`)
     t.equal(scenario.valid, (scenario.headroom ?? 0) >= 3, `${scenario.id}: valid exactly when the headroom is at least 3`)
   }
-  for (const id of ['api-key', 'bearer', 'camel', 'api-key-1k', 'api-key-30k', 'camel-30k', 'many-keys', 'many-routes']) {
+  for (const id of judged) {
     const scenario = result.scenarios.find((s) => s.id === id)
     t.equal(scenario?.met === null, scenario?.valid === false, `${id}: judged against its target unless invalid`)
   }
   t.equal(result.scenarios.find((s) => s.id === 'workers')?.met, null, 'the workers scenario has no target')
+  const rateLimits = {
+    'rate-limit-redis': ['key-no-limit', 'key-limit-redis', 0.9],
+    'rate-limit-local': ['key-no-limit', 'key-limit-local', 0.97],
+    'rate-limit-many-keys': ['one-limited-key', 'many-limited-keys', 0.85]
+  } as const
+  for (const [id, [baseline, candidate, ratio]] of Object.entries(rateLimits)) {
+    const scenario = result.scenarios.find((s) => s.id === id)
+    t.same(scenario?.variants.map((v) => v.id), ['direct', 'bare', baseline, candidate], `${id}: the headroom pair, then the run without the limit's count and the run with it, in one rotation`)
+    t.equal(scenario?.candidate, candidate, `${id}: the limited run is judged`)
+    t.same([scenario?.target.against, scenario?.target.minThroughputRatio], [baseline, ratio], `${id}: against ${baseline}, at least ${ratio} ×`)
+  }
+  t.match(result.scenarios.find((s) => s.id === 'rate-limit-many-keys')?.title, /^200 keys, each with its own rate limit/, 'as many keys with a limit as --traffic-keys')
   t.equal(result.realistic[0]?.met, null, 'the realistic upstream is not judged')
   const api = result.scenarios.find((s) => s.id === 'api-key')
   for (const id of ['direct', 'floor', 'bare', 'gateway-key']) t.ok(api?.variants.some((v) => v.id === id), `the 7 KB rotation ran ${id}`)
