@@ -110,7 +110,7 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
   const localCounters = createLocalCounters({ now, maxBytes: options.trafficCountersMaxBytes })
   const quotaLedger = createQuotaLedger({ identity, intervalMs: options.keyUsageFlushSeconds * 1000, maxPending: options.keyUsageMaxKeys, log })
   const traffic = createTrafficControl({
-    counters: redis !== null ? createRedisCounters(redis.client) : localCounters,
+    counters: redis !== null ? createRedisCounters(redis.client, { batches: true }) : localCounters,
     local: localCounters,
     ledger: quotaLedger,
     anonymous: options.anonymousPolicies.map((policy) => ({ scope: 'anonymous', policy })),

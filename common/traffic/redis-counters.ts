@@ -9,14 +9,17 @@ import { ceilSeconds, CountersUnavailableError, SeedNeededError, type CounterChe
  * unless the caller keeps its own clock (a single writer such as identity, whose
  * clock its tests control): then the last ARGV is its time in ms (0: Redis's).
  *
- * ARGV holds five values per key: kind (`r` rate, `q` quota), limit, the window (ms)
- * or the quota period's end (ms since the epoch), cost, and a quota's seed (-1:
- * unknown). A rate key is the sliding window's ring (common/traffic/sliding-window.ts):
- * a 4-byte head, then 8 bytes (a double) per unit. A quota key is the period's count,
- * expiring when the period ends.
+ * ARGV holds six values per key: kind (`r` rate, `q` quota), limit, the window (ms)
+ * or the quota period's end (ms since the epoch), cost, a quota's seed (-1: unknown),
+ * and the batch of units a rate key may also hand out (0: none). A rate key is the sliding window's ring (common/traffic/sliding-window.ts):
+ * a 4-byte head and a 4-byte count of the units still in the window, then 8 bytes (a
+ * double) per unit. Keeping that count, units that left the window are dropped from
+ * the oldest as they expire (amortised one look per unit taken) instead of searching
+ * the ring on every call: a take is a handful of commands whatever the limit. A quota
+ * key is the period's count, expiring when the period ends.
  *
  * Answers {-1, i…} when quota keys i… are missing and have no seed (nothing taken);
- * otherwise {all, then per key: fits, remaining, ms until reset, ms until retry}.
+ * otherwise {all, then per key: fits, remaining, ms until reset, ms until retry, units batched}.
  */
 const TAKE_SCRIPT = `
 local now = tonumber(ARGV[#ARGV])
@@ -25,25 +28,29 @@ if now == 0 then
   now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 end
 local n = #KEYS
-local function unit(key, limit, head, offset)
-  local i = (head + offset) % limit
-  local raw = redis.call('GETRANGE', key, 4 + i * 8, 11 + i * 8)
+-- The time of the unit in ring slot i (0 for a slot never written: long gone).
+local function unit(key, i)
+  local raw = redis.call('GETRANGE', key, 8 + i * 8, 15 + i * 8)
   if #raw < 8 then return 0 end
   return (struct.unpack('>d', raw))
 end
-local heads, fits, unseeded = {}, {}, {}
+local heads, counts, fits, unseeded, granted = {}, {}, {}, {}, {}
 local all = 1
 for i = 1, n do
-  local b = (i - 1) * 5
+  local b = (i - 1) * 6
+  local key = KEYS[i]
   local limit, span, cost = tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
   if ARGV[b + 1] == 'r' then
-    local raw = redis.call('GETRANGE', KEYS[i], 0, 3)
-    local head = 0
-    if #raw == 4 then head = (struct.unpack('>I4', raw)) end
+    local raw = redis.call('GETRANGE', key, 0, 7)
+    local head, inside = 0, 0
+    if #raw == 8 then head, inside = struct.unpack('>I4I4', raw) end
+    -- The units in the window are the inside newest, oldest first from head - inside: drop those that left it.
+    while inside > 0 and unit(key, (head - inside) % limit) + span <= now do inside = inside - 1 end
     heads[i] = head
-    fits[i] = cost == 0 or (cost <= limit and unit(KEYS[i], limit, head, cost - 1) + span <= now)
+    counts[i] = inside
+    fits[i] = cost <= limit - inside
   else
-    local used = redis.call('GET', KEYS[i])
+    local used = redis.call('GET', key)
     if used then
       used = tonumber(used)
     elseif tonumber(ARGV[b + 5]) >= 0 then
@@ -63,37 +70,52 @@ if #unseeded > 0 then
 end
 local out = { all }
 for i = 1, n do
-  local b = (i - 1) * 5
+  local b = (i - 1) * 6
   local key = KEYS[i]
   local limit, span, cost = tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
   local fit = 0
   if fits[i] then fit = 1 end
   if ARGV[b + 1] == 'r' then
-    local head = heads[i]
+    local head, inside = heads[i], counts[i]
     if all == 1 and cost > 0 then
+      -- The cost's slots from head, in at most two runs (the ring may wrap).
       local stamp = struct.pack('>d', now)
-      for k = 0, cost - 1 do
-        redis.call('SETRANGE', key, 4 + ((head + k) % limit) * 8, stamp)
-      end
+      local first = math.min(cost, limit - head)
+      redis.call('SETRANGE', key, 8 + head * 8, string.rep(stamp, first))
+      if cost > first then redis.call('SETRANGE', key, 8, string.rep(stamp, cost - first)) end
       head = (head + cost) % limit
-      redis.call('SETRANGE', key, 0, struct.pack('>I4', head))
+      inside = inside + cost
+      -- A batch for the caller to spend on its own, only while more than half the limit is left after it.
+      local batch = tonumber(ARGV[b + 6])
+      if batch > 0 and limit - inside - batch >= limit / 2 then
+        local firstRun = math.min(batch, limit - head)
+        redis.call('SETRANGE', key, 8 + head * 8, string.rep(stamp, firstRun))
+        if batch > firstRun then redis.call('SETRANGE', key, 8, string.rep(stamp, batch - firstRun)) end
+        head = (head + batch) % limit
+        inside = inside + batch
+        granted[i] = batch
+      end
+      redis.call('SETRANGE', key, 0, struct.pack('>I4I4', head, inside))
       redis.call('PEXPIRE', key, span)
-    end
-    local low, high = 0, limit
-    while low < high do
-      local middle = math.floor((low + high) / 2)
-      if unit(key, limit, head, middle) + span <= now then low = middle + 1 else high = middle end
+    elseif inside ~= counts[i] then
+      redis.call('SETRANGE', key, 0, struct.pack('>I4I4', head, inside))
     end
     local reset = 0
-    if low < limit then reset = unit(key, limit, head, low) + span - now end
+    if inside > 0 then reset = unit(key, (head - inside) % limit) + span - now end
     local retry = 0
     if not fits[i] then
-      if cost > limit then retry = span else retry = unit(key, limit, head, cost - 1) + span - now end
+      if cost > limit then
+        retry = span
+      else
+        -- The units that must leave the window first: the oldest cost - (limit - inside) of those in it.
+        retry = unit(key, (head - inside + cost - (limit - inside) - 1) % limit) + span - now
+      end
     end
     out[#out + 1] = fit
-    out[#out + 1] = low
+    out[#out + 1] = limit - inside
     out[#out + 1] = reset
     out[#out + 1] = retry
+    out[#out + 1] = granted[i] or 0
   else
     local used = heads[i]
     if all == 1 and cost > 0 then
@@ -106,6 +128,7 @@ for i = 1, n do
     out[#out + 1] = math.max(0, limit - used)
     out[#out + 1] = span - now
     out[#out + 1] = retry
+    out[#out + 1] = 0
   end
 end
 return out
@@ -125,60 +148,115 @@ interface TakingClient { portierTrafficTake: (keyCount: number, ...args: Array<s
  * that fits is taken even when another refuses (the caller orders its groups so that
  * this only ever charges a client's own counts).
  */
-export function createRedisCounters (redis: RedisClient, options: { deadlineMs?: number, now?: () => number } = {}): CounterStore {
+/**
+ * Batches, for rate limits of at least BATCH_MIN_LIMIT units: while more than half of
+ * the limit is left, a take also takes limit / BATCH_DIVISOR units (at most
+ * BATCH_MAX) that this process spends on its own for up to BATCH_LIFETIME_MS, so most
+ * requests under a large limit need no round trip. The units are stamped when taken,
+ * so a window may hold up to one batch per gateway more, or (a batch left unspent)
+ * less, than the limit; below BATCH_MIN_LIMIT, and once half the limit is used,
+ * every unit is counted in Redis, exactly.
+ */
+export const BATCH_MIN_LIMIT = 10_000
+const BATCH_DIVISOR = 1_000
+const BATCH_MAX = 100
+const BATCH_LIFETIME_MS = 200
+
+/** Units of a batch not spent yet, and what Redis said when it handed them out. */
+interface Batch { units: number, until: number, remaining: number, resetSeconds: number }
+
+const batchSizeOf = (check: CounterCheck): number =>
+  check.policy.kind === 'rate' && check.policy.limit >= BATCH_MIN_LIMIT ? Math.min(BATCH_MAX, Math.floor(check.policy.limit / BATCH_DIVISOR)) : 0
+
+export function createRedisCounters (redis: RedisClient, options: { deadlineMs?: number, now?: () => number, batches?: boolean } = {}): CounterStore {
   redis.defineCommand('portierTrafficTake', { lua: TAKE_SCRIPT })
   const keyOf = (check: CounterCheck): string =>
     // A quota's key names its period: a gateway whose clock passed the period's end before Redis's must not carry the old count into the new period.
     `${KEY_PREFIX}{${tagOf(check.tag)}}${check.id}${check.policy.kind === 'quota' ? `@${check.periodStart}` : ''}`
   const client = redis as unknown as TakingClient
+  const batches = new Map<string, Batch>()
+  // A batch's life is this process's own business: its own clock, whoever keeps the window's.
+  const clock = Date.now
+
+  /** The answers from this process's batches, when every check has one with room (taken then), else null. */
+  function fromBatches (checks: readonly CounterCheck[]): CounterResult[] | null {
+    if (options.batches !== true) return null
+    const at = clock()
+    for (const check of checks) {
+      const batch = batches.get(check.id)
+      if (batch === undefined || batch.until <= at || batch.units < check.cost) return null
+    }
+    return checks.map((check) => {
+      const batch = batches.get(check.id) as Batch
+      batch.units -= check.cost
+      return { allowed: true, remaining: batch.remaining + batch.units, resetSeconds: batch.resetSeconds, retryAfterSeconds: 0 }
+    })
+  }
+
+  /** Takes on their way to Redis that may bring a batch, by check id. */
+  const refills = new Map<string, Promise<unknown>>()
+  const refillOf = (checks: readonly CounterCheck[]): Promise<unknown> | undefined => {
+    for (const check of checks) {
+      const refill = refills.get(check.id)
+      if (refill !== undefined) return refill
+    }
+    return undefined
+  }
+
+  function keepBatch (check: CounterCheck, units: number, result: CounterResult): void {
+    if (units > 0) batches.set(check.id, { units, until: clock() + BATCH_LIFETIME_MS, remaining: result.remaining, resetSeconds: result.resetSeconds })
+    else batches.delete(check.id)
+  }
 
   async function takeGroup (checks: readonly CounterCheck[]): Promise<CounterResult[]> {
     const keys: string[] = []
     const args: Array<string | number> = []
     for (const check of checks) {
       keys.push(keyOf(check))
-      if (check.policy.kind === 'rate') args.push('r', check.policy.limit, check.policy.window_seconds * 1000, check.cost, -1)
-      else args.push('q', check.policy.limit, check.periodEnd, check.cost, check.seed ?? -1)
+      if (check.policy.kind === 'rate') args.push('r', check.policy.limit, check.policy.window_seconds * 1000, check.cost, -1, options.batches === true ? batchSizeOf(check) : 0)
+      else args.push('q', check.policy.limit, check.periodEnd, check.cost, check.seed ?? -1, 0)
     }
     args.push(options.now?.() ?? 0)
+    const call = withinDeadline(client.portierTrafficTake(keys.length, ...keys, ...args), options.deadlineMs)
+    const batched = options.batches === true ? checks.filter((check) => batchSizeOf(check) > 0 && !refills.has(check.id)) : []
+    if (batched.length > 0) {
+      const settled = call.then(() => {}, () => {})
+      for (const check of batched) refills.set(check.id, settled)
+      void settled.then(() => { for (const check of batched) if (refills.get(check.id) === settled) refills.delete(check.id) })
+    }
     let answer: number[]
     try {
-      answer = await withinDeadline(client.portierTrafficTake(keys.length, ...keys, ...args), options.deadlineMs)
+      answer = await call
     } catch (err) {
       throw new CountersUnavailableError('redis did not answer the traffic counters', { cause: err })
     }
     if (answer[0] === -1) throw new SeedNeededError(answer.slice(1).map((i) => checks[i - 1] as CounterCheck))
-    return checks.map((_check, i): CounterResult => {
-      const at = 1 + i * 4
+    return checks.map((check, i): CounterResult => {
+      const at = 1 + i * 5
       const fits = answer[at] === 1
-      return {
+      const result = {
         allowed: answer[0] === 1,
         remaining: answer[at + 1] as number,
         resetSeconds: ceilSeconds(answer[at + 2] as number),
         retryAfterSeconds: fits ? 0 : ceilSeconds(answer[at + 3] as number, 1)
       }
+      if (options.batches === true && check.policy.kind === 'rate') keepBatch(check, answer[at + 4] as number, result)
+      return result
     })
   }
 
   return {
-    async take (checks) {
-      const groups = new Map<string, CounterCheck[]>()
-      for (const check of checks) {
-        const group = groups.get(check.tag)
-        if (group === undefined) groups.set(check.tag, [check])
-        else group.push(check)
-      }
-      if (groups.size === 1) return await takeGroup(checks)
-      const answers = new Map<CounterCheck, CounterResult>()
-      const settled = await Promise.all([...groups.values()].map(async (group) => ({ group, results: await takeGroup(group) })))
-      const allowed = settled.every(({ results }) => results.every((result) => result.allowed))
-      for (const { group, results } of settled) {
-        group.forEach((check, i) => { answers.set(check, { ...(results[i] as CounterResult), allowed }) })
-      }
-      return checks.map((check) => answers.get(check) as CounterResult)
+    take (checks) {
+      const spent = fromBatches(checks)
+      if (spent !== null) return spent
+      // Requests that find their batch empty while a take that will refill it is on its way wait for that one.
+      const refill = options.batches === true ? refillOf(checks) : undefined
+      if (refill !== undefined) return refill.then(() => fromBatches(checks) ?? takeAll(checks))
+      return takeAll(checks)
     },
 
     async forget (checks) {
+      for (const check of checks) batches.delete(check.id)
       try {
         // One key per call: the keys of several partitions may live on several Cluster nodes.
         await withinDeadline(Promise.all(checks.map(async (check) => await redis.del(keyOf(check)))), options.deadlineMs)
@@ -186,5 +264,22 @@ export function createRedisCounters (redis: RedisClient, options: { deadlineMs?:
         throw new CountersUnavailableError('redis did not answer the traffic counters', { cause: err })
       }
     }
+  }
+
+  async function takeAll (checks: readonly CounterCheck[]): Promise<CounterResult[]> {
+    const groups = new Map<string, CounterCheck[]>()
+    for (const check of checks) {
+      const group = groups.get(check.tag)
+      if (group === undefined) groups.set(check.tag, [check])
+      else group.push(check)
+    }
+    if (groups.size === 1) return await takeGroup(checks)
+    const answers = new Map<CounterCheck, CounterResult>()
+    const settled = await Promise.all([...groups.values()].map(async (group) => ({ group, results: await takeGroup(group) })))
+    const allowed = settled.every(({ results }) => results.every((result) => result.allowed))
+    for (const { group, results } of settled) {
+      group.forEach((check, i) => { answers.set(check, { ...(results[i] as CounterResult), allowed }) })
+    }
+    return checks.map((check) => answers.get(check) as CounterResult)
   }
 }

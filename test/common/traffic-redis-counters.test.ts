@@ -160,7 +160,7 @@ t.test('a window key expires with the window', async (t) => {
   await takeOne(store, long)
   const pttl = await raw.pttl(keyOf(long))
   t.ok(pttl > 0 && pttl <= 10_000, `PTTL ${pttl} within (0, 10000]`)
-  t.equal(await raw.strlen(keyOf(long)), 4 + 8, 'a 4-byte head and 8 bytes per unit taken')
+  t.equal(await raw.strlen(keyOf(long)), 8 + 8, 'a 4-byte head, a 4-byte count in the window and 8 bytes per unit taken')
 
   const short = rate(idOf('short'), 2, 1)
   t.equal((await takeOne(store, short)).allowed, true)
