@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache'
 import type { RedisClient } from '../redis.js'
 import { withinDeadline } from '../redis.js'
 import { ceilSeconds, CountersUnavailableError, SeedNeededError, type CounterCheck, type CounterResult, type CounterStore } from './counter.js'
@@ -155,12 +156,15 @@ interface TakingClient { portierTrafficTake: (keyCount: number, ...args: Array<s
  * requests under a large limit need no round trip. The units are stamped when taken,
  * so a window may hold up to one batch per gateway more, or (a batch left unspent)
  * less, than the limit; below BATCH_MIN_LIMIT, and once half the limit is used,
- * every unit is counted in Redis, exactly.
+ * every unit is counted in Redis, exactly. A partition gets a batch only when it asked
+ * Redis again within a batch's life: a key that sends a request now and then would
+ * leave every batch unspent.
  */
 export const BATCH_MIN_LIMIT = 10_000
 const BATCH_DIVISOR = 1_000
 const BATCH_MAX = 100
 const BATCH_LIFETIME_MS = 200
+const BATCH_PARTITIONS = 100_000
 
 /** Units of a batch not spent yet, and what Redis said when it handed them out. */
 interface Batch { units: number, until: number, remaining: number, resetSeconds: number }
@@ -174,7 +178,17 @@ export function createRedisCounters (redis: RedisClient, options: { deadlineMs?:
     // A quota's key names its period: a gateway whose clock passed the period's end before Redis's must not carry the old count into the new period.
     `${KEY_PREFIX}{${tagOf(check.tag)}}${check.id}${check.policy.kind === 'quota' ? `@${check.periodStart}` : ''}`
   const client = redis as unknown as TakingClient
-  const batches = new Map<string, Batch>()
+  // Bounded: a flood of distinct keys cannot grow them.
+  const batches = new LRUCache<string, Batch>({ max: BATCH_PARTITIONS })
+  /** When each partition last asked Redis: only one asked again within a batch's life is worth a batch. */
+  const lastAsked = new LRUCache<string, number>({ max: BATCH_PARTITIONS })
+  const batchFor = (check: CounterCheck, at: number): number => {
+    const size = batchSizeOf(check)
+    if (size === 0) return 0
+    const last = lastAsked.get(check.id)
+    lastAsked.set(check.id, at)
+    return last !== undefined && at - last < BATCH_LIFETIME_MS ? size : 0
+  }
   // A batch's life is this process's own business: its own clock, whoever keeps the window's.
   const clock = Date.now
 
@@ -213,7 +227,7 @@ export function createRedisCounters (redis: RedisClient, options: { deadlineMs?:
     const args: Array<string | number> = []
     for (const check of checks) {
       keys.push(keyOf(check))
-      if (check.policy.kind === 'rate') args.push('r', check.policy.limit, check.policy.window_seconds * 1000, check.cost, -1, options.batches === true ? batchSizeOf(check) : 0)
+      if (check.policy.kind === 'rate') args.push('r', check.policy.limit, check.policy.window_seconds * 1000, check.cost, -1, options.batches === true ? batchFor(check, clock()) : 0)
       else args.push('q', check.policy.limit, check.periodEnd, check.cost, check.seed ?? -1, 0)
     }
     args.push(options.now?.() ?? 0)

@@ -9,8 +9,9 @@ import { startRedis } from '../helpers/redis.js'
 
 /**
  * Batches under large limits: while more than half of a limit of at least 10 000 is
- * left, a gateway takes 1/1000 of it (at most 100 units) with a request and spends it
- * on its own for 200 ms, so most requests need no round trip; below that limit, and
+ * left, a gateway that asks Redis again within 200 ms takes 1/1000 of it (at most 100
+ * units) with a request and spends it on its own for 200 ms, so most requests need no
+ * round trip; below that limit, and
  * once half is used, every unit is counted in Redis. Over one window the count stays
  * exact: every unit handed out was counted when it was.
  */
@@ -76,6 +77,8 @@ t.test('below 10 000, and without batches, every take is a script call', async (
 t.test('a batch lives 200 ms: after that the next take asks Redis', async (t) => {
   const store = createRedisCounters(await client(url), { batches: true })
   const check = rate(100_000, 60)
+  // The first take asks for no batch; the second, soon after, brings one.
+  await store.take([check])
   await store.take([check])
   const before = await scripts()
   await store.take([check])
@@ -83,6 +86,19 @@ t.test('a batch lives 200 ms: after that the next take asks Redis', async (t) =>
   await sleep(250)
   await store.take([check])
   t.equal(await scripts() - before, 1, 'the batch expired')
+})
+
+t.test('a partition that asks now and then gets no batch: nothing is taken that it does not spend', async (t) => {
+  const store = createRedisCounters(await client(url), { batches: true })
+  const check = rate(100_000, 60)
+  const before = await scripts()
+  const remaining: number[] = []
+  for (let i = 0; i < 3; i++) {
+    remaining.push((await store.take([check]))[0]?.remaining ?? -1)
+    await sleep(250)
+  }
+  t.equal(await scripts() - before, 3, 'every take asked Redis')
+  t.same(remaining, [99_999, 99_998, 99_997], 'one unit each, no batch')
 })
 
 t.test('two replicas reaching a limit of 10 000 get exactly it in one window', async (t) => {
