@@ -34,7 +34,21 @@ export function partitionOf (partition: Partition, party: RequestParty): string 
 }
 
 /** Partitions every caller shares: taken only once the caller's own counts let the request through. */
-export const isSharedPartition = (partition: Partition): boolean => partition === 'route' || partition === 'upstream'
+const isSharedPartition = (partition: Partition): boolean => partition === 'route' || partition === 'upstream'
+
+/** Policies that came with a credential (`key`, `role:<name>`), not with a route, an upstream or the anonymous defaults. */
+const isCredentialScope = (scope: string): boolean => scope === 'key' || scope.startsWith('role:')
+
+/**
+ * A policy that came with a credential limits that credential's traffic alone: per
+ * route, upstream or IP means per route (upstream, IP) of that key, or of that user
+ * for a role's policy. Other callers never share its count.
+ */
+function credentialPartitionOf (policy: TrafficPolicy, scope: string, party: RequestParty): string {
+  const partition = partitionOf(policy.partition, party)
+  if (policy.partition === 'key' || policy.partition === 'user') return partition
+  return `${partitionOf(scope === 'key' ? 'key' : 'user', party)}|${partition}`
+}
 
 /** What a request must pass, split by kind and by whose count it is. */
 export interface AppliedPolicies {
@@ -58,7 +72,8 @@ function counterId (scope: string, policy: TrafficPolicy, partition: string): st
 export function applyPolicies (policies: readonly ScopedPolicy[], party: RequestParty, cost: number, now: number): AppliedPolicies {
   const applied: AppliedPolicies = { own: [], shared: [], concurrency: [] }
   for (const { scope, policy } of policies) {
-    const partition = partitionOf(policy.partition, party)
+    const credential = isCredentialScope(scope)
+    const partition = credential ? credentialPartitionOf(policy, scope, party) : partitionOf(policy.partition, party)
     const id = counterId(scope, policy, partition)
     if (policy.kind === 'concurrency') {
       applied.concurrency.push({ id, scope, policy })
@@ -66,7 +81,7 @@ export function applyPolicies (policies: readonly ScopedPolicy[], party: Request
     }
     const period = policy.kind === 'quota' ? quotaPeriodAt(policy.period, now) : { start: 0, end: 0 }
     const check: CounterCheck = { id, scope, tag: partition, policy, cost, periodStart: period.start, periodEnd: period.end, seed: undefined }
-    ;(isSharedPartition(policy.partition) ? applied.shared : applied.own).push(check)
+    ;(!credential && isSharedPartition(policy.partition) ? applied.shared : applied.own).push(check)
   }
   return applied
 }

@@ -102,7 +102,7 @@ export function createTrafficControl (options: TrafficControlOptions) {
       try {
         return await store.take(seeded)
       } catch (again) {
-        if (again instanceof SeedNeededError) throw again
+        // Another of the request's quota counters may have expired meanwhile: it is seeded in turn (a seeded one never asks again).
         return await recover(store, seeded, again, fellBack)
       }
     }

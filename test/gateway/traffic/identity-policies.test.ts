@@ -25,6 +25,8 @@ t.test('policies declared on keys and roles in identity', async (t) => {
   })
 
   t.test('a role\'s per-user limit counts every key the user owns and the user\'s tokens together', async (t) => {
+    const before = await stack.login()
+    stack.clock.advance(1_000)
     const role = await stack.admin('PUT', '/admin/roles/metered', {
       permissions: [], policies: [{ name: 'per-user', kind: 'rate', limit: 4, window_seconds: 60, partition: 'user' }]
     })
@@ -39,8 +41,21 @@ t.test('policies declared on keys and roles in identity', async (t) => {
     t.equal(viaToken.status, 200, viaToken.status === 200 ? 'the token is accepted' : `the token is refused: ${viaToken.text}`)
     const statuses = await statusesOf(gateway, [as(first.key), as(second.key), { bearer: session.access_token }, as(first.key), as(second.key), { bearer: session.access_token }])
     t.same(statuses, [200, 200, 200, 429, 429, 429], 'four in all (one above), whichever credential sends them')
+    const old = await gateway.call('/users?per_page=1', { bearer: before.access_token })
+    t.equal(old.status, 401, 'a token issued before the role\'s policies changed is refused, as after a permission change')
+    t.equal(old.body.code, 'invalid_token')
     const unowned = await stack.createKey(['users:list'])
     t.equal((await gateway.call('/users?per_page=1', as(unowned.key))).status, 200, 'a key without an owner has none of the user\'s policies')
+  })
+
+  t.test('a key\'s per-route policy counts that key\'s requests to each route, no one else\'s', async (t) => {
+    const policies = [{ name: 'each-route', kind: 'rate', limit: 2, window_seconds: 60, partition: 'route' }]
+    const first = await stack.createKey(['users:list', 'users:read'], { policies })
+    const second = await stack.createKey(['users:list', 'users:read'], { policies })
+    const call = async (key: string, path: string): Promise<number> => (await gateway.call(path, as(key))).status
+    t.same([await call(first.key, '/users'), await call(first.key, '/users'), await call(first.key, '/users')], [200, 200, 429])
+    t.equal(await call(first.key, '/users/1'), 200, 'another route has its own count')
+    t.same([await call(second.key, '/users'), await call(second.key, '/users')], [200, 200], 'another key with the same policy has its own')
   })
 
   t.test('a changed policy applies at once to the keys it covers', async (t) => {
