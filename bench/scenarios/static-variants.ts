@@ -71,21 +71,16 @@ export function gatewayCamelVariant (ctx: BenchContext, size: PageSize): Variant
   return { id: 'gateway-camel', label: 'gateway, API key + camel inflection', role: 'candidate', pid: gateway.pid, job: () => staticGet(ctx, gateway.url, size, { ...apiKey(ctx), 'x-api-inflection': 'camel' }) }
 }
 
-/** Two gateways, the same keyed 7 KB request through each, in one rotation with the headroom pair. */
-export async function compareGateways (ctx: BenchContext, scenario: {
+interface KeyedScenario {
   id: string
   title: string
-  baseline: { gateway: Service, id: string, label: string }
-  candidate: { gateway: Service, id: string, label: string }
   target: Target
   notes?: string[]
-}): Promise<ScenarioResult> {
-  const { baseline, candidate } = scenario
-  const variants = await alternate(ctx.driver, [
-    ...headroomVariants(ctx, '7k'),
-    gatewayKeyVariant(ctx, baseline.gateway, '7k', baseline.id, baseline.label, 'baseline'),
-    gatewayKeyVariant(ctx, candidate.gateway, '7k', candidate.id, candidate.label)
-  ], ctx.rounds)
+}
+
+/** A baseline and a candidate sending the keyed 7 KB request, in one rotation with the headroom pair, judged. */
+async function judgeKeyedPair (ctx: BenchContext, scenario: KeyedScenario, baseline: VariantSpec, candidate: VariantSpec): Promise<ScenarioResult> {
+  const variants = await alternate(ctx.driver, [...headroomVariants(ctx, '7k'), baseline, candidate], ctx.rounds)
   return judge({
     id: scenario.id,
     title: scenario.title,
@@ -97,29 +92,25 @@ export async function compareGateways (ctx: BenchContext, scenario: {
   })
 }
 
+/** Two gateways, the same keyed 7 KB request through each, in one rotation with the headroom pair. */
+export async function compareGateways (ctx: BenchContext, scenario: KeyedScenario & {
+  baseline: { gateway: Service, id: string, label: string }
+  candidate: { gateway: Service, id: string, label: string }
+}): Promise<ScenarioResult> {
+  const { baseline, candidate } = scenario
+  return await judgeKeyedPair(ctx, scenario,
+    gatewayKeyVariant(ctx, baseline.gateway, '7k', baseline.id, baseline.label, 'baseline'),
+    gatewayKeyVariant(ctx, candidate.gateway, '7k', candidate.id, candidate.label))
+}
+
 /** One gateway, the same 7 KB request with two API keys, in one rotation with the headroom pair. */
-export async function compareKeys (ctx: BenchContext, scenario: {
-  id: string
-  title: string
+export async function compareKeys (ctx: BenchContext, scenario: KeyedScenario & {
   gateway: Service
   baseline: { key: string, id: string, label: string }
   candidate: { key: string, id: string, label: string }
-  target: Target
-  notes?: string[]
 }): Promise<ScenarioResult> {
   const { gateway, baseline, candidate } = scenario
-  const variants = await alternate(ctx.driver, [
-    ...headroomVariants(ctx, '7k'),
+  return await judgeKeyedPair(ctx, scenario,
     gatewayKeyVariant(ctx, gateway, '7k', baseline.id, baseline.label, 'baseline', baseline.key),
-    gatewayKeyVariant(ctx, gateway, '7k', candidate.id, candidate.label, 'candidate', candidate.key)
-  ], ctx.rounds)
-  return judge({
-    id: scenario.id,
-    title: scenario.title,
-    request: `GET ${staticUsersPath('7k')} from the static upstream, API key, ${ctx.connections} connections`,
-    variants,
-    candidate: candidate.id,
-    target: scenario.target,
-    ...(scenario.notes !== undefined ? { notes: scenario.notes } : {})
-  })
+    gatewayKeyVariant(ctx, gateway, '7k', candidate.id, candidate.label, 'candidate', candidate.key))
 }

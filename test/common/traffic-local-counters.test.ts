@@ -1,7 +1,7 @@
 import t from 'tap'
 import { SeedNeededError, type CounterCheck, type CounterResult } from '../../common/traffic/counter.js'
 import { createLocalCounters } from '../../common/traffic/local-counters.js'
-import type { QuotaPolicy, RatePolicy } from '../../common/traffic/policy.js'
+import { lookAt, quotaCheck, rateCheck, type QuotaCheckOptions } from '../helpers/counter-checks.js'
 
 /**
  * The counts a gateway keeps in process (without Redis, or while Redis is lost), on a
@@ -16,26 +16,10 @@ function clock (start = T0): { now: () => number, set: (at: number) => void, adv
   return { now: () => at, set: (to) => { at = to }, advance: (ms) => { at += ms } }
 }
 
-function rate (id: string, limit: number, windowSeconds: number, cost = 1, tag = 'k:one'): CounterCheck {
-  const policy: RatePolicy = { name: 'burst', kind: 'rate', limit, window_seconds: windowSeconds, partition: 'key' }
-  return { id, scope: 'test', tag, policy, cost, periodStart: 0, periodEnd: 0, seed: undefined }
-}
-
-function quota (id: string, limit: number, options: { cost?: number, seed?: number, periodStart?: number, periodEnd?: number, tag?: string } = {}): CounterCheck {
-  const policy: QuotaPolicy = { name: 'monthly', kind: 'quota', limit, period: 'day', partition: 'key' }
-  return {
-    id,
-    scope: 'test',
-    tag: options.tag ?? 'k:one',
-    policy,
-    cost: options.cost ?? 1,
-    periodStart: options.periodStart ?? T0 - 12 * 3_600_000,
-    periodEnd: options.periodEnd ?? T0 + 12 * 3_600_000,
-    seed: options.seed
-  }
-}
-
-const look = (check: CounterCheck): CounterCheck => ({ ...check, cost: 0 })
+const rate = rateCheck
+const quota = (id: string, limit: number, options: QuotaCheckOptions = {}): CounterCheck =>
+  quotaCheck(id, limit, T0, { periodStart: T0 - 12 * 3_600_000, periodEnd: T0 + 12 * 3_600_000, ...options })
+const look = lookAt
 
 function takeAll (store: ReturnType<typeof createLocalCounters>, checks: CounterCheck[]): CounterResult[] {
   const answer = store.take(checks)

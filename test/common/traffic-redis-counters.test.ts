@@ -4,9 +4,9 @@ import { Redis } from 'ioredis'
 import { createRedis, waitForRedis, type RedisClient } from '../../common/redis.js'
 import { CountersUnavailableError, SeedNeededError, type CounterCheck, type CounterResult, type CounterStore } from '../../common/traffic/counter.js'
 import { createLocalCounters } from '../../common/traffic/local-counters.js'
-import type { QuotaPolicy, RatePolicy } from '../../common/traffic/policy.js'
 import { createRedisCounters } from '../../common/traffic/redis-counters.js'
 import { freePort, startRedis } from '../helpers/redis.js'
+import { lookAt, quotaCheck, rateCheck, type QuotaCheckOptions } from '../helpers/counter-checks.js'
 
 /**
  * The counts the gateway replicas share through Redis (one Lua script per partition,
@@ -45,27 +45,9 @@ const idOf = (what: string): string => `test|${what}|${++unique}`
 const keyOf = (check: CounterCheck): string =>
   `portier:tc:{${check.tag}}${check.id}${check.policy.kind === 'quota' ? `@${check.periodStart}` : ''}`
 
-function rate (id: string, limit: number, windowSeconds: number, cost = 1, tag = 'k:one'): CounterCheck {
-  const policy: RatePolicy = { name: 'burst', kind: 'rate', limit, window_seconds: windowSeconds, partition: 'key' }
-  return { id, scope: 'test', tag, policy, cost, periodStart: 0, periodEnd: 0, seed: undefined }
-}
-
-function quota (id: string, limit: number, options: { cost?: number, seed?: number, periodStart?: number, periodEnd?: number, tag?: string } = {}): CounterCheck {
-  const policy: QuotaPolicy = { name: 'monthly', kind: 'quota', limit, period: 'day', partition: 'key' }
-  const now = Date.now()
-  return {
-    id,
-    scope: 'test',
-    tag: options.tag ?? 'k:one',
-    policy,
-    cost: options.cost ?? 1,
-    periodStart: options.periodStart ?? now - 60_000,
-    periodEnd: options.periodEnd ?? now + 3_600_000,
-    seed: options.seed
-  }
-}
-
-const look = (check: CounterCheck): CounterCheck => ({ ...check, cost: 0 })
+const rate = rateCheck
+const quota = (id: string, limit: number, options: QuotaCheckOptions = {}): CounterCheck => quotaCheck(id, limit, Date.now(), options)
+const look = lookAt
 
 async function takeOne (s: CounterStore, check: CounterCheck): Promise<CounterResult> {
   return (await s.take([check]))[0] as CounterResult
