@@ -118,7 +118,7 @@ t.test('roles set: --policy stores them, none keeps them, --no-policies clears t
 
   const bad = await runPortierHere(['roles', 'set', 'partner', '--permissions', '*', '--policy', 'burst:rate:200000/10s:key'], env)
   exits(t, bad, 2, 'a rate over the limit')
-  t.equal(bad.stderr, 'error: --policy "burst:rate:20000/10s:key": limit must be <= 10000\n')
+  t.equal(bad.stderr, 'error: --policy "burst:rate:200000/10s:key": limit must be <= 100000\n')
   t.equal(bad.stdout, '')
   t.match(json(await runPortierHere(['roles', 'show', 'partner'], env)), { role: { permissions: ['users:read'], policies: [] } }, 'nothing was changed')
 })
