@@ -23,6 +23,12 @@ export class IdentityUnreachableError extends Error {
   }
 }
 
+/**
+ * Identity refused a report itself (400, 413): sent again it would be refused again,
+ * and hold back every report after it.
+ */
+export const refusedForGood = (err: unknown): boolean => err instanceof IdentityUnreachableError && (err.status === 400 || err.status === 413)
+
 export interface IdentityClientOptions {
   publicUrl: string
   internalUrl: string

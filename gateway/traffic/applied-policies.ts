@@ -1,3 +1,4 @@
+import { isIP } from 'node:net'
 import { clientNetwork } from '../../common/client-network.js'
 import { quotaPeriodAt } from '../../common/traffic/quota-period.js'
 import type { CounterCheck } from '../../common/traffic/counter.js'
@@ -13,6 +14,15 @@ export interface RequestParty {
 }
 
 /**
+ * A client's network as a partition: an address a trusted proxy forwarded that is not
+ * an IP address at all counts with every other such one, so junk in X-Forwarded-For
+ * neither escapes the per-IP counts nor reaches Redis or identity as a name.
+ */
+// Node leaves a socket's address undefined once the client is gone: typed a string, checked as what it is.
+const networkOf = (ip: string | undefined): string =>
+  `ip:${typeof ip === 'string' && isIP(ip.replace(/%.*$/, '')) !== 0 ? clientNetwork(ip) : 'not-an-address'}`
+
+/**
  * The name of the partition a request falls in. Names carry their kind (`k:`, `u:`,
  * `ip:`, `r:`, `up:`) so two kinds never share a count. A per-key or per-user policy
  * on a request without a credential counts per client network; a per-user policy on
@@ -22,12 +32,12 @@ export function partitionOf (partition: Partition, party: RequestParty): string 
   const { principal, route } = party
   switch (partition) {
     case 'key':
-      if (principal === null) return `ip:${clientNetwork(party.ip)}`
+      if (principal === null) return networkOf(party.ip)
       return principal.kind === 'key' ? `k:${principal.id}` : `u:${principal.id}`
     case 'user':
-      if (principal === null) return `ip:${clientNetwork(party.ip)}`
+      if (principal === null) return networkOf(party.ip)
       return principal.user !== null ? `u:${principal.user}` : `k:${principal.id}`
-    case 'ip': return `ip:${clientNetwork(party.ip)}`
+    case 'ip': return networkOf(party.ip)
     case 'route': return `r:${route.method}:${route.pattern}`
     case 'upstream': return `up:${route.upstream.name}`
   }

@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import { QUOTA_USAGE_MAX_ENTRIES, type QuotaUse, type QuotaUsageReport } from '../../common/internal-api.js'
 import { randomBase62 } from '../../common/random.js'
 import type { CounterCheck } from '../../common/traffic/counter.js'
-import type { IdentityClient } from '../auth/identity-client.js'
+import { refusedForGood, type IdentityClient } from '../auth/identity-client.js'
 
 export interface QuotaLedgerOptions {
   identity: Pick<IdentityClient, 'quotaUsage'>
@@ -49,6 +49,11 @@ export function createQuotaLedger (options: QuotaLedgerOptions) {
       try {
         await options.identity.quotaUsage(report)
       } catch (err) {
+        if (refusedForGood(err)) {
+          // Sent again it would be refused again, and hold back every report after it.
+          options.log.error({ err, counters: report.uses.length }, 'identity refused a quota usage report; its units are not reported')
+          continue
+        }
         unacknowledged = [...reports.slice(i), ...unacknowledged]
         options.log.warn({ err, reports: reports.length - i }, 'quota usage not reported to identity; sending it again later')
         return

@@ -5,7 +5,7 @@ import {
 } from '../../common/internal-api.js'
 import { randomBase62 } from '../../common/random.js'
 import type { IdentityClient } from '../auth/identity-client.js'
-import { IdentityUnreachableError } from '../auth/identity-client.js'
+import { refusedForGood } from '../auth/identity-client.js'
 import type { GatewayMetrics } from '../observability/metrics.js'
 import type { SecretUsage, UsageCounter } from './usage-counter.js'
 
@@ -48,11 +48,6 @@ function reportsOf (taken: Map<string, SecretUsage>): KeyUsageReport[] {
 const usesIn = (reports: readonly KeyUsageReport[]): number =>
   reports.reduce((sum, report) => sum + report.uses.reduce((n, use) => n + use.count, 0), 0)
 
-/**
- * Identity refused the report itself (400, 413): sending it again would be refused
- * again, and would hold back every report after it.
- */
-const refusedForGood = (err: unknown): boolean => err instanceof IdentityUnreachableError && (err.status === 400 || err.status === 413)
 
 /**
  * Sends what the counter counted to identity every `intervalMs`, off the request path.

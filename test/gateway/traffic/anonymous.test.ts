@@ -23,6 +23,9 @@ t.test('identity\'s anonymous routes are limited per client network', async (t) 
   t.equal(other.headers['x-ratelimit-limit'], '3', 'the legacy fields when configured')
   t.equal(other.headers['x-ratelimit-remaining'], '2')
   t.ok(Number(other.headers['x-ratelimit-reset']) >= 0)
+  const junk = []
+  for (const value of ['"not an address"', 'localhost', '999.1.1.1', 'x'.repeat(300)]) junk.push((await gateway.call('/.well-known/jwks.json', from(value))).status)
+  t.same(junk, [200, 200, 200, 429], 'forwarded values that are not addresses share one count: junk neither escapes the limit nor names a count')
   const v6a = await gateway.call('/.well-known/jwks.json', from('2001:db8:1:2::1'))
   const v6b = await gateway.call('/.well-known/jwks.json', from('2001:db8:1:2::ffff'))
   t.equal(parseFieldList(v6b.headers.ratelimit).get('anonymous')?.r, (parseFieldList(v6a.headers.ratelimit).get('anonymous')?.r ?? 0) - 1,
