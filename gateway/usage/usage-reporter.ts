@@ -48,7 +48,6 @@ function reportsOf (taken: Map<string, SecretUsage>): KeyUsageReport[] {
 const usesIn = (reports: readonly KeyUsageReport[]): number =>
   reports.reduce((sum, report) => sum + report.uses.reduce((n, use) => n + use.count, 0), 0)
 
-
 /**
  * Sends what the counter counted to identity every `intervalMs`, off the request path.
  * A report identity did not acknowledge (down, slow, answering outside the contract)
