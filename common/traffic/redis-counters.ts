@@ -143,13 +143,6 @@ const tagOf = (tag: string): string => tag.replace(/[{}]/g, '_')
 interface TakingClient { portierTrafficTake: (keyCount: number, ...args: Array<string | number>) => Promise<number[]> }
 
 /**
- * Counts shared by every gateway through Redis (standalone or Cluster). A request's
- * checks are grouped by partition (tag); each group is one script call, all groups
- * sent at once. Within a group the take is all or nothing; across groups, a group
- * that fits is taken even when another refuses (the caller orders its groups so that
- * this only ever charges a client's own counts).
- */
-/**
  * Batches, for rate limits of at least BATCH_MIN_LIMIT units: while more than half of
  * the limit is left, a take also takes limit / BATCH_DIVISOR units (at most
  * BATCH_MAX) that this process spends on its own for up to BATCH_LIFETIME_MS, so most
@@ -172,6 +165,13 @@ interface Batch { units: number, until: number, remaining: number, resetSeconds:
 const batchSizeOf = (check: CounterCheck): number =>
   check.policy.kind === 'rate' && check.policy.limit >= BATCH_MIN_LIMIT ? Math.min(BATCH_MAX, Math.floor(check.policy.limit / BATCH_DIVISOR)) : 0
 
+/**
+ * Counts shared by every gateway through Redis (standalone or Cluster). A request's
+ * checks are grouped by partition (tag); each group is one script call, all groups
+ * sent at once. Within a group the take is all or nothing; across groups, a group
+ * that fits is taken even when another refuses (the caller orders its groups so that
+ * this only ever charges a client's own counts).
+ */
 export function createRedisCounters (redis: RedisClient, options: { deadlineMs?: number, now?: () => number, batches?: boolean } = {}): CounterStore {
   redis.defineCommand('portierTrafficTake', { lua: TAKE_SCRIPT })
   const keyOf = (check: CounterCheck): string =>
@@ -225,14 +225,20 @@ export function createRedisCounters (redis: RedisClient, options: { deadlineMs?:
   async function takeGroup (checks: readonly CounterCheck[]): Promise<CounterResult[]> {
     const keys: string[] = []
     const args: Array<string | number> = []
+    /** The checks this take asks a batch for: requests that find theirs empty meanwhile wait for it. */
+    const batched: CounterCheck[] = []
     for (const check of checks) {
       keys.push(keyOf(check))
-      if (check.policy.kind === 'rate') args.push('r', check.policy.limit, check.policy.window_seconds * 1000, check.cost, -1, options.batches === true ? batchFor(check, clock()) : 0)
-      else args.push('q', check.policy.limit, check.periodEnd, check.cost, check.seed ?? -1, 0)
+      if (check.policy.kind === 'rate') {
+        const batch = options.batches === true ? batchFor(check, clock()) : 0
+        if (batch > 0 && !refills.has(check.id)) batched.push(check)
+        args.push('r', check.policy.limit, check.policy.window_seconds * 1000, check.cost, -1, batch)
+      } else {
+        args.push('q', check.policy.limit, check.periodEnd, check.cost, check.seed ?? -1, 0)
+      }
     }
     args.push(options.now?.() ?? 0)
     const call = withinDeadline(client.portierTrafficTake(keys.length, ...keys, ...args), options.deadlineMs)
-    const batched = options.batches === true ? checks.filter((check) => batchSizeOf(check) > 0 && !refills.has(check.id)) : []
     if (batched.length > 0) {
       const settled = call.then(() => {}, () => {})
       for (const check of batched) refills.set(check.id, settled)

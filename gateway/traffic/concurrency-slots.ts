@@ -22,9 +22,7 @@ export function createConcurrencySlots () {
         if (left <= 0) inFlight.delete(id)
         else inFlight.set(id, left)
       }
-    },
-    /** Counters with a request in flight (for tests and metrics). */
-    size: () => inFlight.size
+    }
   }
 }
 

@@ -197,7 +197,6 @@ export function createTrafficControl (options: TrafficControlOptions) {
   }
 
   return {
-    slots,
     /**
      * Lets the request through (at once, or a promise when Redis is asked) or throws
      * the problem to answer with. The request's policies are its route's, then those
