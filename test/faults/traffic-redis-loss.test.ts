@@ -16,11 +16,13 @@ t.test('Redis lost under load: fail-open rate limits count locally, fail-closed 
   const upstreams = upstreamsWithPolicies(stack.upstreamUrl, {
     routes: {
       'GET /users': { policies: [rate('open-rate', 40, 60)] },
-      'GET /tasks': { policies: [rate('closed-rate', 1000, 60, 'key', { on_redis_loss: 'closed' })] }
+      'GET /tasks': { policies: [rate('closed-rate', 1000, 60, 'key', { on_redis_loss: 'closed' })] },
+      'GET /meetings': { policies: [{ name: 'open-quota', kind: 'quota', limit: 1000, period: 'day', partition: 'key', on_redis_loss: 'open' }] },
+      'GET /users/:id': { policies: [{ name: 'closed-quota', kind: 'quota', limit: 1000, period: 'day', partition: 'key' }] }
     }
   })
   const gateway = await startGateway(t, { ...stack.gatewaySetup, upstreams })
-  const { key } = await stack.createKey(['users:list', 'tasks:list'])
+  const { key } = await stack.createKey(['users:list', 'tasks:list', 'meetings:list', 'users:read'])
   const as = { headers: { 'x-api-key': key } }
 
   for (let i = 0; i < 10; i++) t.equal((await gateway.call('/users?per_page=1', as)).status, 200, 'counted in Redis')
@@ -51,6 +53,10 @@ t.test('Redis lost under load: fail-open rate limits count locally, fail-closed 
   t.equal(closed.status, 503, 'the fail-closed policy cannot be checked')
   t.equal(closed.body.code, 'traffic_control_unavailable')
   t.ok(Number(closed.headers['retry-after']) >= 1, 'with Retry-After')
+  t.equal((await gateway.call('/users/1', as)).status, 503, 'a quota fails closed by default')
+  const openQuota = await gateway.call('/meetings', as)
+  t.equal(openQuota.status, 200, 'a quota declared on_redis_loss: open goes on, counted in this gateway')
+  t.ok(parseFieldList(openQuota.headers.ratelimit).has('open-quota'), 'with its RateLimit fields')
 
   await redis.restart()
   const back = await pollUntil(async () => (await gateway.call('/tasks', as)).status === 200, { timeoutMs: 10_000, intervalMs: 100 })

@@ -63,3 +63,22 @@ t.test('a client that hangs up gives its slot back', async (t) => {
   await new Promise((resolve) => setTimeout(resolve, 100))
   t.equal((await gateway.call('/slow?delay_ms=1', { headers: { 'x-api-key': key } })).status, 200, 'the client that hung up gave its slot back')
 })
+
+t.test('a per-upstream concurrency cap is shared by every caller of the upstream', async (t) => {
+  const stack = await startStack(t, { checkLookups: false })
+  const upstreams = upstreamsWithPolicies(stack.upstreamUrl, {
+    upstream: [{ name: 'pool', kind: 'concurrency', limit: 2, partition: 'upstream' }]
+  })
+  const gateway = await startGateway(t, { ...stack.gatewaySetup, upstreams })
+  const keys = await Promise.all(Array.from({ length: 4 }, async () => await stack.createKey(['debug:read'])))
+  const started = Date.now()
+  const answers = await Promise.all(keys.map(async ({ key }) => {
+    const answer = await gateway.call('/slow?delay_ms=1000', { headers: { 'x-api-key': key } })
+    return { status: answer.status, ms: Date.now() - started, body: answer.body }
+  }))
+  t.equal(answers.filter((a) => a.status === 200).length, 2, 'two requests in flight in all, whichever keys send them')
+  const refused = answers.filter((a) => a.status === 429)
+  t.equal(refused.length, 2)
+  t.ok(refused.every((a) => a.ms < 800), 'the others are refused at once')
+  t.same(refused[0]?.body.policies, [{ name: 'pool', kind: 'concurrency', limit: 2, partition: 'upstream', retry_after: 1 }])
+})
