@@ -1,18 +1,19 @@
-import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify'
+import Fastify, { LogController, type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { randomUUID } from 'node:crypto'
-import type { IncomingMessage } from 'node:http'
+import { createServer, type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http'
 import { installAcceptCheck } from './accept.js'
 import { createAjv } from './ajv.js'
 import { createBodyBudget, type BodyBudget } from './body-budget.js'
 import { DEFAULT_BUFFERED_BODIES_MAX_BYTES, DEFAULT_LISTENER_TIMEOUTS, httpServerTimeouts, type ListenerTimeouts } from './listener-limits.js'
-import { answerClientError, answerError, CommonProblems, installProblemHandlers, sendProblem } from './problem.js'
+import { answerError, CommonProblems, createClientErrorHandler, installProblemHandlers, problemBody, PROBLEM_CONTENT_TYPE, sendProblem } from './problem.js'
 import { ProblemSchema } from './problem-schema.js'
 import { queryStringProblem, searchOf } from './query-string.js'
 import { lazyRequestLoggerFactory } from './lazy-request-logger.js'
 import { installRequestLogging, loggerOptions } from './logger.js'
 import { bufferedBodyReader } from './request-body.js'
 import { installRequestEcho } from './request-echo.js'
+import { DEFAULT_UNREAD_BODY_LIMITS, isLingering, type UnreadBodyLimits } from './unread-body.js'
 
 export interface HttpAppOptions {
   name: string
@@ -23,43 +24,80 @@ export interface HttpAppOptions {
   trustProxy?: boolean | string
   /** Header, request and keep-alive timeouts; default DEFAULT_LISTENER_TIMEOUTS (10 s, 30 s, 5 s). */
   timeouts?: ListenerTimeouts
+  /** What becomes of request bodies answered unread (common/unread-body.ts); default DEFAULT_UNREAD_BODY_LIMITS. */
+  unreadBodies?: UnreadBodyLimits
   /** What JSON bodies in flight may hold, shared with other apps when given; default a budget of its own, 16 MiB. */
   bodyBudget?: BodyBudget
+  /**
+   * Install the service hooks (installServiceHooks) at the root, for every route
+   * (default). The gateway turns this off: its request path does that work itself, and
+   * its other routes get the hooks in their own contexts.
+   */
+  serviceHooks?: boolean
 }
 
 const REQUEST_ID_PATTERN = /^[\w.:-]{1,128}$/
 
+/** The request id: the client's `x-request-id` when well-formed, else a new UUID. */
+export function requestIdOf (request: IncomingMessage): string {
+  const presented = request.headers['x-request-id']
+  return typeof presented === 'string' && REQUEST_ID_PATTERN.test(presented) ? presented : randomUUID()
+}
+
+/** Answers a request line that is not HTTP/1.x, and closes the connection. */
+function refuseHttpVersion (response: ServerResponse): void {
+  const body = JSON.stringify(problemBody(CommonProblems.unsupportedHttpVersion()))
+  response.writeHead(400, { 'content-type': PROBLEM_CONTENT_TYPE, 'content-length': Buffer.byteLength(body), connection: 'close' })
+  response.end(body)
+}
+
+/**
+ * node:http's server as Fastify would make it, with two checks before Fastify: Node's
+ * parser takes an HTTP/0.9-style request line (`GET /path`, no version) as a request,
+ * which no Portier listener serves: it gets a 400 problem and its connection is closed;
+ * and a request that arrives on a connection closing after a refusal is dropped.
+ */
+function serverWithVersionCheck (timeouts: ReturnType<typeof httpServerTimeouts>): NonNullable<FastifyServerOptions['serverFactory']> {
+  return (handler: RequestListener) => {
+    const server = createServer(timeouts, (request, response) => {
+      // A request read from a connection closing after a refusal is not served (common/unread-body.ts).
+      if (isLingering(request.socket)) request.resume()
+      else if (request.httpVersionMajor === 1) handler(request, response)
+      else refuseHttpVersion(response)
+    })
+    server.keepAliveTimeout = timeouts.keepAliveTimeout
+    server.requestTimeout = timeouts.requestTimeout
+    return server
+  }
+}
+
 /**
  * A Fastify instance as every Portier service wants it: TypeBox types, JSON schemas
  * validated strictly (bodies are never coerced: `"password": 123` is a 400, while
- * query strings and params are), problem+json errors, one log line per request,
- * `x-request-id` propagated when well-formed, header, request and keep-alive timeouts
- * on its listener, and JSON bodies read within the route's limit and a budget of
- * bytes shared by every request in flight (common/request-body.ts).
+ * query strings and params are), problem+json errors (requests Node's parser refuses
+ * and request lines that are not HTTP/1.x included), header, request and keep-alive
+ * timeouts on its listener, JSON bodies read within the route's limit and a budget of
+ * bytes shared by every request in flight (common/request-body.ts), and the service
+ * hooks (installServiceHooks) unless the app's owner installs them where it wants them.
  */
 export function createHttpApp (options: HttpAppOptions) {
   const timeouts = httpServerTimeouts(options.timeouts ?? DEFAULT_LISTENER_TIMEOUTS)
+  const unreadBodies = options.unreadBodies ?? DEFAULT_UNREAD_BODY_LIMITS
   const app = Fastify({
-    // Fastify sets these two on the server after creating it; the others only node:http reads.
-    requestTimeout: timeouts.requestTimeout,
-    keepAliveTimeout: timeouts.keepAliveTimeout,
-    http: timeouts,
+    serverFactory: serverWithVersionCheck(timeouts),
     logger: loggerOptions({ level: options.logLevel, name: options.name, ...(options.logStream !== undefined ? { stream: options.logStream } : {}) }),
     logController: new LogController({ disableRequestLogging: true }),
     childLoggerFactory: lazyRequestLoggerFactory,
     bodyLimit: options.bodyLimitBytes,
     trustProxy: options.trustProxy ?? false,
-    // Fastify's own 503 while closing is plain JSON; the hook below answers it as a problem.
+    // Fastify's own 503 while closing is plain JSON; the service hooks answer it as a problem.
     return503OnClosing: false,
     requestIdHeader: false,
     // Errors raised before routing (a malformed URL) get the same problem+json answer.
     frameworkErrors: (error, request, reply) => { answerError(error, request, reply) },
     // And requests Node's parser refuses before Fastify sees them.
-    clientErrorHandler: answerClientError,
-    genReqId: (req) => {
-      const presented = req.headers['x-request-id']
-      return typeof presented === 'string' && REQUEST_ID_PATTERN.test(presented) ? presented : randomUUID()
-    }
+    clientErrorHandler: createClientErrorHandler(unreadBodies),
+    genReqId: requestIdOf
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   // Fastify parses text/plain by default; every Portier body is JSON, so anything else is a 415.
@@ -72,7 +110,8 @@ export function createHttpApp (options: HttpAppOptions) {
   app.addContentTypeParser('application/json', async (request: FastifyRequest, payload: IncomingMessage) => {
     const body = await readBody(request, payload, request.routeOptions.bodyLimit, budget)
     return await new Promise((resolve, reject) => {
-      parseJson(request, body.toString('utf8'), (error, value) => { if (error !== null) reject(error); else resolve(value) })
+      // Fastify's default parser answers through its callback.
+      void parseJson(request, body.toString('utf8'), (error, value) => { if (error !== null) reject(error); else resolve(value) })
     })
   })
 
@@ -81,30 +120,44 @@ export function createHttpApp (options: HttpAppOptions) {
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : partsAjv).compile(schema))
   // Routes declare their problem answers by reference to it (common/problem-schema.ts).
   app.addSchema(ProblemSchema)
-  // While draining, answers say `Connection: close`: an idle keep-alive socket would
-  // otherwise hold the shutdown open until the client's keep-alive timeout.
+  installProblemHandlers(app as unknown as FastifyInstance)
+  if (options.serviceHooks !== false) installServiceHooks(app as unknown as FastifyInstance, { unreadBodies })
+  return app
+}
+
+/** Set on an instance (and its children) once the service hooks are installed, so they never run twice. */
+const SERVICE_HOOKS = 'portierServiceHooks'
+
+/**
+ * What every route of a Portier service does around its handler: while draining, a new
+ * request gets a 503 problem and every answer says `Connection: close` (an idle
+ * keep-alive socket would otherwise hold the shutdown open until the client's keep-alive
+ * timeout); a malformed query is a 400 on every route, never a 500 from a stricter
+ * parser further on; an Accept that excludes JSON is a 406; every answer echoes the
+ * request id and settles a body it leaves unread (common/unread-body.ts); and one access
+ * line is logged per request.
+ */
+export function installServiceHooks (app: FastifyInstance, options: { unreadBodies: UnreadBodyLimits }): void {
+  if (app.hasDecorator(SERVICE_HOOKS)) return
+  app.decorate(SERVICE_HOOKS, true)
   let closing = false
   app.addHook('preClose', (done) => { closing = true; done() })
-  installRequestEcho(app as unknown as FastifyInstance)
+  installRequestEcho(app, options.unreadBodies)
   app.addHook('onSend', (_request, reply, _payload, done) => {
     if (closing) reply.header('connection', 'close')
     done()
   })
-  // A request that arrives while draining (on a connection already open) does no work: the client retries elsewhere.
   app.addHook('onRequest', (_request, reply, done) => {
     if (closing) sendProblem(reply, CommonProblems.serviceUnavailable())
     else done()
   })
-  // A malformed query is the client's error on every route, never a 500 from a stricter parser further on.
   app.addHook('onRequest', (request, reply, done) => {
     const problem = queryStringProblem(searchOf(request.url))
     if (problem === null) done()
     else sendProblem(reply, CommonProblems.malformedQuery([problem]))
   })
-  installAcceptCheck(app as unknown as FastifyInstance)
-  installProblemHandlers(app as unknown as FastifyInstance)
-  installRequestLogging(app as unknown as FastifyInstance)
-  return app
+  installAcceptCheck(app)
+  installRequestLogging(app)
 }
 
 export type HttpApp = ReturnType<typeof createHttpApp>

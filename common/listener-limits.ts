@@ -1,4 +1,5 @@
 import { Type, type TInteger } from 'typebox'
+import { DEFAULT_UNREAD_BODY_LIMITS, type UnreadBodyLimits } from './unread-body.js'
 
 /**
  * How long a client may take over a request, and how long an idle connection is kept,
@@ -58,7 +59,7 @@ export function httpServerTimeouts (timeouts: ListenerTimeouts) {
   }
 }
 
-const ENV_SUFFIXES = ['HEADERS_TIMEOUT_MS', 'REQUEST_TIMEOUT_MS', 'KEEP_ALIVE_TIMEOUT_MS', 'BUFFERED_BODIES_MAX_BYTES'] as const
+const ENV_SUFFIXES = ['HEADERS_TIMEOUT_MS', 'REQUEST_TIMEOUT_MS', 'KEEP_ALIVE_TIMEOUT_MS', 'BUFFERED_BODIES_MAX_BYTES', 'UNREAD_BODY_DRAIN_MAX_BYTES', 'LINGER_MS', 'LINGER_MAX_BYTES'] as const
 type ListenerEnvName<P extends string> = `${P}_${typeof ENV_SUFFIXES[number]}`
 
 /**
@@ -71,13 +72,21 @@ export function listenerEnvProperties<P extends string> (prefix: P, listeners: s
     HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: MAX_TIMEOUT_MS, default: DEFAULT_HEADERS_TIMEOUT_MS, description: `Longest time a client may take to send a request's headers to ${listeners} (408, connection closed).` }),
     REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: MAX_TIMEOUT_MS, default: DEFAULT_REQUEST_TIMEOUT_MS, description: `Longest time a client may take to send a whole request, body included, to ${listeners} (408, connection closed); at least the headers timeout.` }),
     KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: MAX_TIMEOUT_MS, default: DEFAULT_KEEP_ALIVE_TIMEOUT_MS, description: `How long an idle keep-alive connection to ${listeners} is kept open.` }),
-    BUFFERED_BODIES_MAX_BYTES: Type.Integer({ minimum: MIN_BUFFERED_BODIES_MAX_BYTES, default: DEFAULT_BUFFERED_BODIES_MAX_BYTES, description: `Request body bytes ${listeners} hold in memory across all requests in flight; a body beyond it is refused with 503 (16 MiB).` })
+    BUFFERED_BODIES_MAX_BYTES: Type.Integer({ minimum: MIN_BUFFERED_BODIES_MAX_BYTES, default: DEFAULT_BUFFERED_BODIES_MAX_BYTES, description: `Request body bytes ${listeners} hold in memory across all requests in flight; a body beyond it is refused with 503 (16 MiB).` }),
+    UNREAD_BODY_DRAIN_MAX_BYTES: Type.Integer({ minimum: 0, maximum: 16 * 1_048_576, default: DEFAULT_UNREAD_BODY_LIMITS.drainMaxBytes, description: `A request body left unread by an answer of ${listeners} (a refusal) is read and discarded up to this size, and the connection kept; a larger one is answered with Connection: close and a lingering close (64 KiB).` }),
+    LINGER_MS: Type.Integer({ minimum: 0, maximum: 60_000, default: DEFAULT_UNREAD_BODY_LIMITS.lingerMs, description: `Longest time a connection to ${listeners} closed after its answer is still read (what the client sends is discarded), so that the client reads the answer rather than a reset.` }),
+    LINGER_MAX_BYTES: Type.Integer({ minimum: 0, default: DEFAULT_UNREAD_BODY_LIMITS.lingerMaxBytes, description: `Most bytes read, and discarded, from a connection to ${listeners} closed after its answer (16 MiB).` })
   }
   return Object.fromEntries(ENV_SUFFIXES.map((suffix) => [`${prefix}_${suffix}`, properties[suffix]])) as Record<ListenerEnvName<P>, TInteger>
 }
 
 /** Reads the values listenerEnvProperties declared; `problems` names the variables at fault. */
-export function listenerLimitsFromEnv<P extends string> (prefix: P, env: Record<ListenerEnvName<P>, number>): { timeouts: ListenerTimeouts, bufferedBodiesMaxBytes: number, problems: string[] } {
+export function listenerLimitsFromEnv<P extends string> (prefix: P, env: Record<ListenerEnvName<P>, number>): {
+  timeouts: ListenerTimeouts
+  bufferedBodiesMaxBytes: number
+  unreadBodies: UnreadBodyLimits
+  problems: string[]
+} {
   const timeouts = {
     headersMs: env[`${prefix}_HEADERS_TIMEOUT_MS`],
     requestMs: env[`${prefix}_REQUEST_TIMEOUT_MS`],
@@ -86,6 +95,11 @@ export function listenerLimitsFromEnv<P extends string> (prefix: P, env: Record<
   return {
     timeouts: Object.freeze(timeouts),
     bufferedBodiesMaxBytes: env[`${prefix}_BUFFERED_BODIES_MAX_BYTES`],
+    unreadBodies: Object.freeze({
+      drainMaxBytes: env[`${prefix}_UNREAD_BODY_DRAIN_MAX_BYTES`],
+      lingerMs: env[`${prefix}_LINGER_MS`],
+      lingerMaxBytes: env[`${prefix}_LINGER_MAX_BYTES`]
+    }),
     problems: listenerTimeoutProblems(timeouts, { headersMs: `${prefix}_HEADERS_TIMEOUT_MS`, requestMs: `${prefix}_REQUEST_TIMEOUT_MS` })
   }
 }

@@ -1,7 +1,9 @@
 import createError from '@fastify/error'
 import { STATUS_CODES } from 'node:http'
+import { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { answeredBeforeItsBody, linger, type UnreadBodyLimits } from './unread-body.js'
 
 /**
  * RFC 9457 problem details. Every error a Portier service answers with is rendered
@@ -73,6 +75,8 @@ export const CommonProblems = {
   emptyBody: defineProblem('empty_body', 400, 'Empty request body', 'A JSON body is required.'),
   notFound: defineProblem('not_found', 404, 'Not found', 'No route matches %s %s.'),
   notAcceptable: defineProblem('not_acceptable', 406, 'Not acceptable', 'This API answers application/json only.'),
+  unsupportedHttpVersion: defineProblem('unsupported_http_version', 400, 'Unsupported HTTP version',
+    'The request line is not HTTP/1.0 or HTTP/1.1 (an HTTP/0.9 request line has no version); the connection is closed.'),
   requestTimeout: defineProblem('request_timeout', 408, 'Request timeout',
     'The request was not received in full within the time allowed; the connection is closed.'),
   bodyTooLarge: defineProblem('body_too_large', 413, 'Request body too large', 'The request body exceeds %s bytes.'),
@@ -169,26 +173,31 @@ function genericClientProblem (status: number): PortierProblem {
  * route sees them (CR, LF or NUL in a header, headers over the size limit, conflicting
  * Content-Length and Transfer-Encoding, a malformed request line). Fastify's default
  * answers those with plain JSON; they get the same `http_<status>` problem as any
- * other framework client error, then the connection is closed as Node does. A request
- * whose headers or body did not arrive within the listener's timeouts
- * (common/listener-limits.ts) comes here too, as `408 request_timeout`.
+ * other framework client error. A request whose headers or body did not arrive within
+ * the listener's timeouts (common/listener-limits.ts) comes here too, as
+ * `408 request_timeout`. The connection is then closed the lingering way
+ * (common/unread-body.ts), so that a client still sending reads the answer, not a reset.
  */
-export function answerClientError (error: Error & { code?: string }, socket: Duplex): void {
-  // A reset connection has nobody left to answer.
-  if (error.code === 'ECONNRESET' || socket.destroyed) return
-  const timedOut = error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-  const status = timedOut
-    ? 408
-    : error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW' ? 413 : 400
-  const problem = timedOut ? CommonProblems.requestTimeout() : genericClientProblem(status)
-  const body = JSON.stringify(problemBody(problem))
-  // As Node does: an answer already begun on this socket must not be followed by another head.
-  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage
-  if (socket.writable && inFlight?.headersSent !== true) {
-    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-type: ${PROBLEM_CONTENT_TYPE}\r\n` +
-      `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`)
+export function createClientErrorHandler (limits: UnreadBodyLimits) {
+  return function answerClientError (error: Error & { code?: string }, socket: Duplex): void {
+    // A reset connection has nobody left to answer.
+    if (error.code === 'ECONNRESET' || socket.destroyed) return
+    const timedOut = error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+    const status = timedOut
+      ? 408
+      : error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW' ? 413 : 400
+    const problem = timedOut ? CommonProblems.requestTimeout() : genericClientProblem(status)
+    const body = JSON.stringify(problemBody(problem))
+    // As Node does: an answer already begun on this socket must not be followed by another
+    // head; nor may a request that was answered before its body was cut get a second one.
+    const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage
+    if (socket.writable && inFlight?.headersSent !== true && !answeredBeforeItsBody(socket)) {
+      socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-type: ${PROBLEM_CONTENT_TYPE}\r\n` +
+        `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`)
+    }
+    if (socket instanceof Socket) linger(socket, limits)
+    else socket.destroy(error)
   }
-  socket.destroy(error)
 }
 
 export function problemBody (problem: PortierProblem): ProblemBody {
@@ -206,11 +215,22 @@ export function problemBody (problem: PortierProblem): ProblemBody {
   return body
 }
 
-export function sendProblem (reply: FastifyReply, problem: PortierProblem): FastifyReply {
+/**
+ * A problem as an answer: its status, its headers (those it carries, and for a 401 the
+ * RFC 6750 challenge when neither it nor the answer (`challenged`) names one) and its body. What every Portier answer with
+ * a problem is made of, whether Fastify sends it or a raw response does.
+ */
+export function problemAnswer (problem: PortierProblem, options: { challenged?: boolean } = {}): { status: number, headers: Record<string, string>, body: ProblemBody } {
   const body = problemBody(problem)
-  if (problem.headers !== undefined) reply.headers(problem.headers)
-  if (body.status === 401 && !reply.hasHeader('www-authenticate')) reply.header('www-authenticate', BEARER_CHALLENGE)
-  return reply.code(body.status).type(PROBLEM_CONTENT_TYPE).send(body)
+  const headers = { ...problem.headers }
+  if (body.status === 401 && headers['www-authenticate'] === undefined && options.challenged !== true) headers['www-authenticate'] = BEARER_CHALLENGE
+  return { status: body.status, headers, body }
+}
+
+export function sendProblem (reply: FastifyReply, problem: PortierProblem): FastifyReply {
+  const answer = problemAnswer(problem, { challenged: reply.hasHeader('www-authenticate') })
+  reply.headers(answer.headers)
+  return reply.code(answer.status).type(PROBLEM_CONTENT_TYPE).send(answer.body)
 }
 
 /**

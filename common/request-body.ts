@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http'
 import type { Readable } from 'node:stream'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { BodyBudget, BodyHolding } from './body-budget.js'
 import { CommonDetails, CommonProblems } from './problem.js'
 
@@ -8,7 +8,7 @@ import { CommonDetails, CommonProblems } from './problem.js'
 const INITIAL_CAPACITY_BYTES = 16 * 1024
 
 /** The client went away (or its request timed out) before the body was complete: nobody is left to answer. */
-function abortedError (): Error {
+export function abortedError (): Error {
   return Object.assign(new Error('the request body was not received in full'), { statusCode: 400 })
 }
 
@@ -178,14 +178,3 @@ const RESPONSE = Symbol('portier.response')
 /** Set on an instance (and its children) once the hook is installed. */
 const RESPONSE_NOTED = 'portierResponseNoted'
 type RequestWithResponse = FastifyRequest & { [RESPONSE]?: ServerResponse }
-
-/**
- * An error answered while the request's body is still arriving closes the connection
- * (as Fastify does for a body it refuses): otherwise Node would read and discard the
- * rest of the body to keep the connection, which for a client refused before its body
- * was read (no credential, 404, 415) means receiving megabytes for nothing. For an
- * onSend hook.
- */
-export function closeIfBodyPending (request: FastifyRequest, reply: FastifyReply): void {
-  if (reply.statusCode >= 400 && request.raw.complete === false) reply.header('connection', 'close')
-}

@@ -81,6 +81,7 @@ export async function buildIdentity (config: IdentityConfig, options: BuildIdent
     logLevel: config.logLevel,
     trustProxy: config.trustProxy,
     timeouts: config.timeouts,
+    unreadBodies: config.unreadBodies,
     // One budget for both listeners: the process's memory is what it bounds.
     bodyBudget: createBodyBudget(config.bufferedBodiesMaxBytes),
     ...(options.logStream !== undefined ? { logStream: options.logStream } : {})

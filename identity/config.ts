@@ -3,6 +3,7 @@ import { ACCESS_TOKEN_ALGORITHMS, type AccessTokenAlgorithm } from '../common/ac
 import { ConfigError, validateConfig } from '../common/config.js'
 import { deepFreeze } from '../common/deep-freeze.js'
 import { listenerEnvProperties, listenerLimitsFromEnv, type ListenerTimeouts } from '../common/listener-limits.js'
+import type { UnreadBodyLimits } from '../common/unread-body.js'
 import { parseRedisTarget, redisEnvProperties, type RedisTarget } from '../common/redis-config.js'
 
 /**
@@ -91,6 +92,8 @@ export interface IdentityCoreConfig {
   timeouts: ListenerTimeouts
   /** Body bytes both listeners may hold at once, together. */
   bufferedBodiesMaxBytes: number
+  /** What both listeners do with a request body they answer without reading. */
+  unreadBodies: UnreadBodyLimits
   trustProxy: boolean | string
   logLevel: string
 }
@@ -153,6 +156,7 @@ function coreConfig (e: IdentityCliEnv): IdentityCoreConfig {
     publicBodyLimitBytes: e.IDENTITY_PUBLIC_BODY_LIMIT_BYTES,
     timeouts: listeners.timeouts,
     bufferedBodiesMaxBytes: listeners.bufferedBodiesMaxBytes,
+    unreadBodies: listeners.unreadBodies,
     trustProxy: parseTrustProxy(e.IDENTITY_TRUST_PROXY),
     logLevel: e.LOG_LEVEL
   }

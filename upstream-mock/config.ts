@@ -2,6 +2,7 @@ import { Type, type Static } from 'typebox'
 import { ConfigError, validateConfig } from '../common/config.js'
 import { deepFreeze } from '../common/deep-freeze.js'
 import { listenerEnvProperties, listenerLimitsFromEnv, type ListenerTimeouts } from '../common/listener-limits.js'
+import type { UnreadBodyLimits } from '../common/unread-body.js'
 
 /** Smallest and largest data set: 10 keeps every page shape testable, 100 000 is a benchmark. */
 export const MIN_USERS = 10
@@ -42,6 +43,7 @@ export interface UpstreamMockConfig {
   seed: number
   timeouts: ListenerTimeouts
   bufferedBodiesMaxBytes: number
+  unreadBodies: UnreadBodyLimits
   logLevel: string
 }
 
@@ -58,6 +60,7 @@ export function loadUpstreamMockConfig (env: Record<string, string | undefined> 
     seed: e.UPSTREAM_MOCK_SEED,
     timeouts: listeners.timeouts,
     bufferedBodiesMaxBytes: listeners.bufferedBodiesMaxBytes,
+    unreadBodies: listeners.unreadBodies,
     logLevel: e.LOG_LEVEL
   })
 }

@@ -57,7 +57,7 @@ async function main (): Promise<void> {
     throw err
   }
   const app = await buildUpstreamMock({
-    users: config.users, seed: config.seed, logLevel: config.logLevel, timeouts: config.timeouts, bufferedBodiesMaxBytes: config.bufferedBodiesMaxBytes
+    users: config.users, seed: config.seed, logLevel: config.logLevel, timeouts: config.timeouts, unreadBodies: config.unreadBodies, bufferedBodiesMaxBytes: config.bufferedBodiesMaxBytes
   })
   closeWithGrace({ delay: SHUTDOWN_GRACE_MS }, async ({ signal, err }) => {
     if (err !== undefined) app.log.error({ err }, 'shutting down after an error')

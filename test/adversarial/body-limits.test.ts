@@ -13,7 +13,8 @@ import { requestBytes, socketRequest, type SocketAnswer } from '../helpers/raw-s
  * identity's public listener itself; upstream routes keep 1 MiB, or their upstream's
  * own limit. A body over the limit is a 413 before it is buffered: answered on the
  * Content-Length alone, before a byte of the body is sent, and at the chunk that
- * crosses the limit when the body is chunked; the connection is then closed.
+ * crosses the limit when the body is chunked. (What becomes of the connection after such
+ * a refusal is test/gateway/connections.test.ts's.)
  */
 
 const IDENTITY_LIMIT = 8_192
@@ -56,7 +57,7 @@ async function runCases (t: Test, url: string, cases: LimitCase[]): Promise<void
       }
       if (c.limit !== undefined) {
         t.equal((answer.body as { detail?: string }).detail, `The request body exceeds ${c.limit} bytes.`, `the detail names ${c.limit}`)
-        t.equal(answer.headers.connection, 'close', 'the connection is closed: the rest of the body is not read')
+        t.equal(answer.headers.connection, 'close', 'the connection is closed, as the client asked')
       }
     })
   }

@@ -27,8 +27,8 @@ export function requestBytes (requestLine: string | Buffer, headers: Array<[stri
   return Buffer.concat(parts)
 }
 
-/** Decodes a chunked body; null while it is incomplete. */
-function dechunk (data: Buffer): Buffer | null {
+/** Decodes a chunked body, and how many bytes it took; null while it is incomplete. */
+function dechunk (data: Buffer): { body: Buffer, length: number } | null {
   const chunks: Buffer[] = []
   let at = 0
   for (;;) {
@@ -36,7 +36,7 @@ function dechunk (data: Buffer): Buffer | null {
     if (lineEnd === -1) return null
     const size = Number.parseInt(data.subarray(at, lineEnd).toString('latin1'), 16)
     if (Number.isNaN(size)) return null
-    if (size === 0) return Buffer.concat(chunks)
+    if (size === 0) return data.length >= lineEnd + 4 ? { body: Buffer.concat(chunks), length: lineEnd + 4 } : null
     const start = lineEnd + 2
     if (data.length < start + size + 2) return null
     chunks.push(data.subarray(start, start + size))
@@ -46,6 +46,11 @@ function dechunk (data: Buffer): Buffer | null {
 
 /** The first complete answer in `data`, or null if there is none yet. */
 function parseAnswer (data: Buffer, closed: boolean): SocketAnswer | null {
+  return parseAnswerAt(data, closed)?.answer ?? null
+}
+
+/** The first complete answer in `data` and where it ends, or null if there is none yet. */
+function parseAnswerAt (data: Buffer, closed: boolean, head = false): { answer: SocketAnswer, end: number } | null {
   const headerEnd = data.indexOf(HEADER_END)
   if (headerEnd === -1) return null
   const [statusLine = '', ...lines] = data.subarray(0, headerEnd).toString('latin1').split('\r\n')
@@ -58,16 +63,44 @@ function parseAnswer (data: Buffer, closed: boolean): SocketAnswer | null {
   for (const [name, value] of rawHeaders) headers[name] = name in headers ? `${headers[name]}, ${value}` : value
   const rest = data.subarray(headerEnd + 4)
   let bytes: Buffer | null
-  if (headers['transfer-encoding']?.toLowerCase().includes('chunked') === true) bytes = dechunk(rest)
-  else if (headers['content-length'] !== undefined) {
-    const length = Number(headers['content-length'])
+  let length: number
+  if (head) {
+    bytes = Buffer.alloc(0)
+    length = 0
+  } else if (headers['transfer-encoding']?.toLowerCase().includes('chunked') === true) {
+    const chunked = dechunk(rest)
+    bytes = chunked?.body ?? null
+    length = chunked?.length ?? 0
+  } else if (headers['content-length'] !== undefined) {
+    length = Number(headers['content-length'])
     bytes = rest.length >= length ? rest.subarray(0, length) : null
-  } else bytes = closed || status === 204 || status === 304 || (status >= 100 && status < 200) ? rest : null
+  } else if (head || status === 204 || status === 304 || (status >= 100 && status < 200)) {
+    bytes = Buffer.alloc(0)
+    length = 0
+  } else {
+    bytes = closed ? rest : null
+    length = rest.length
+  }
   if (bytes === null) return null
   const text = bytes.toString('utf8')
   let body: unknown = text
   try { body = text === '' ? null : JSON.parse(text) } catch {}
-  return { status, headers, rawHeaders, body, text, answered: true }
+  return { answer: { status, headers, rawHeaders, body, text, answered: true }, end: headerEnd + 4 + length }
+}
+
+/**
+ * Every complete answer in `data`, in order (a pipelined conversation), and what is
+ * left after them. `heads`: the places of answers to HEAD requests, which have no body.
+ */
+export function parseAnswers (data: Buffer, closed: boolean, heads: ReadonlySet<number> = new Set()): { answers: SocketAnswer[], rest: Buffer } {
+  const answers: SocketAnswer[] = []
+  let rest = data
+  for (;;) {
+    const found = parseAnswerAt(rest, closed, heads.has(answers.length))
+    if (found === null) return { answers, rest }
+    answers.push(found.answer)
+    rest = rest.subarray(found.end)
+  }
 }
 
 /**
@@ -100,5 +133,74 @@ export async function socketRequest (url: string, bytes: Buffer, timeoutMs = 5_0
       else if (!settled) { settled = true; clearTimeout(timer); reject(err) }
     })
     socket.write(bytes)
+  })
+}
+
+/** What happened on one connection: its answers in order, and how it ended. */
+export interface Conversation {
+  answers: SocketAnswer[]
+  /** The server closed the connection (FIN) within the wait. */
+  closed: boolean
+  /** The connection was reset (ECONNRESET) within the wait. */
+  reset: boolean
+  /** Answers complete before the connection was closed or reset. */
+  answeredBeforeEnd: number
+}
+
+/**
+ * One connection, several requests: writes `pieces` in order (all at once when no
+ * `gapMs`), then waits until `expected` answers are complete and, with `untilClosed`,
+ * the server has closed the connection, or `timeoutMs` has passed. Pipelined requests
+ * are simply written back to back.
+ */
+export async function converse (url: string, pieces: Buffer[], options: { expected: number, timeoutMs?: number, untilClosed?: boolean, gapMs?: number, heads?: ReadonlySet<number> }): Promise<Conversation> {
+  const { hostname, port } = new URL(url)
+  const socket = connect({ host: hostname, port: Number(port) })
+  socket.setNoDelay(true)
+  let data = Buffer.alloc(0)
+  let answers: SocketAnswer[] = []
+  let closed = false
+  let reset = false
+  let answeredBeforeEnd = -1
+  return await new Promise((resolve, reject) => {
+    let settled = false
+    const finish = (): void => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      socket.destroy()
+      resolve({ answers, closed, reset, answeredBeforeEnd: answeredBeforeEnd === -1 ? answers.length : answeredBeforeEnd })
+    }
+    const check = (): void => {
+      answers = parseAnswers(data, closed, options.heads).answers
+      if (answers.length >= options.expected && (options.untilClosed !== true || closed || reset)) finish()
+    }
+    const timer = setTimeout(finish, options.timeoutMs ?? 5_000)
+    socket.on('data', (chunk: Buffer) => { data = Buffer.concat([data, chunk]); check() })
+    const ended = (): void => {
+      if (answeredBeforeEnd === -1) answeredBeforeEnd = parseAnswers(data, true, options.heads).answers.length
+      check()
+    }
+    socket.on('end', () => { closed = true; ended() })
+    socket.on('close', () => { closed = true; ended(); finish() })
+    socket.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'ECONNRESET') reset = true
+      else if (err.code !== 'EPIPE' && !settled) { settled = true; clearTimeout(timer); reject(err); return }
+      ended()
+    })
+    socket.once('connect', () => {
+      if (options.gapMs === undefined) {
+        for (const piece of pieces) socket.write(piece)
+        return
+      }
+      let i = 0
+      const next = (): void => {
+        const piece = pieces[i++]
+        if (piece === undefined || socket.destroyed) return
+        socket.write(piece)
+        setTimeout(next, options.gapMs)
+      }
+      next()
+    })
   })
 }

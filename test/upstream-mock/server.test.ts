@@ -68,7 +68,11 @@ t.test('error: a bad flag or environment stops the server with a message', async
 })
 
 t.test('happy: configuration defaults and overrides', async (t) => {
-  const listeners = { timeouts: { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 5_000 }, bufferedBodiesMaxBytes: 16_777_216 }
+  const listeners = {
+    timeouts: { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 5_000 },
+    bufferedBodiesMaxBytes: 16_777_216,
+    unreadBodies: { drainMaxBytes: 65_536, lingerMs: 5_000, lingerMaxBytes: 16_777_216 }
+  }
   t.same(loadUpstreamMockConfig({}), { host: '127.0.0.1', port: 4000, users: 100, seed: DEFAULT_SEED, logLevel: 'info', ...listeners }, 'defaults')
   t.same(loadUpstreamMockConfig({ UPSTREAM_MOCK_HOST: '0.0.0.0', UPSTREAM_MOCK_PORT: '4100', UPSTREAM_MOCK_USERS: '2000', UPSTREAM_MOCK_SEED: '7', LOG_LEVEL: 'warn' }),
     { host: '0.0.0.0', port: 4100, users: 2000, seed: 7, logLevel: 'warn', ...listeners }, 'from the environment')
