@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { createBodyBudget } from '../common/body-budget.js'
 import { validateConfig } from '../common/config.js'
 import type { ListenerTimeouts } from '../common/listener-limits.js'
+import type { UnreadBodyLimits } from '../common/unread-body.js'
 import { createHttpApp } from '../common/http-app.js'
 import { registerDocumentation, type DocumentationOptions } from '../common/openapi.js'
 import { UpstreamMockOptionsSchema, type ValidUpstreamMockOptions } from './config.js'
@@ -9,6 +10,7 @@ import { echoRoutes } from './echo.js'
 import { edgeBodyRoutes } from './edge-bodies.js'
 import { edgeRoutes } from './edge-routes.js'
 import { installGzipResponses } from './gzip.js'
+import { installWebSocketEcho } from './websocket-echo.js'
 import { installPrincipalEcho } from './principal.js'
 import { registerResourceRoutes } from './resource-routes.js'
 import { createResources } from './resources.js'
@@ -41,6 +43,8 @@ export interface UpstreamMockOptions {
   timeouts?: ListenerTimeouts
   /** Request body bytes held at once across requests in flight (default 16 MiB). */
   bufferedBodiesMaxBytes?: number
+  /** What the listener does with a request body it answers without reading (default DEFAULT_UNREAD_BODY_LIMITS). */
+  unreadBodies?: UnreadBodyLimits
 }
 
 /**
@@ -58,10 +62,12 @@ export async function buildUpstreamMock (options: UpstreamMockOptions = {}): Pro
     bodyLimitBytes: BODY_LIMIT_BYTES,
     ...(options.logStream !== undefined ? { logStream: options.logStream } : {}),
     ...(options.timeouts !== undefined ? { timeouts: options.timeouts } : {}),
+    ...(options.unreadBodies !== undefined ? { unreadBodies: options.unreadBodies } : {}),
     ...(options.bufferedBodiesMaxBytes !== undefined ? { bodyBudget: createBodyBudget(options.bufferedBodiesMaxBytes) } : {})
   })
   installPrincipalEcho(app as unknown as FastifyInstance)
   installGzipResponses(app as unknown as FastifyInstance)
+  installWebSocketEcho(app as unknown as FastifyInstance)
   // Before the routes: it collects them as they are added.
   await registerDocumentation(app as unknown as FastifyInstance, DOCUMENTATION)
 
