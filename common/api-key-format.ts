@@ -40,8 +40,8 @@ export function parseApiKey (presented: string): ParsedApiKey | null {
   if (presented.length !== API_KEY_LENGTH) return null
   const match = API_KEY_PATTERN.exec(presented)
   if (match === null) return null
-  const [, lookupId, secret, checksum] = match as unknown as [string, string, string, string]
-  if (checksumOf(presented.slice(0, -CHECKSUM_LENGTH)) !== checksum) return null
+  const [, lookupId, secret, checksum] = match
+  if (lookupId === undefined || secret === undefined || checksumOf(presented.slice(0, -CHECKSUM_LENGTH)) !== checksum) return null
   return { lookupId, secret }
 }
 

@@ -38,7 +38,7 @@ export interface LoggerOptions {
 }
 
 /** Fastify logger options: pino, redaction, and a request serializer without headers. */
-export function loggerOptions (options: LoggerOptions): FastifyServerOptions['logger'] {
+export function loggerOptions (options: LoggerOptions): NonNullable<FastifyServerOptions['logger']> {
   return {
     level: options.level,
     name: options.name,
@@ -47,9 +47,9 @@ export function loggerOptions (options: LoggerOptions): FastifyServerOptions['lo
     serializers: {
       // Only these three members, whatever was passed: never headers or a body.
       req: (req: { method?: unknown, url?: unknown, id?: unknown }) =>
-        ({ method: req.method, url: typeof req.url === 'string' ? stripQuery(req.url) : undefined, id: req.id })
+        ({ method: req.method, url: typeof req.url === 'string' ? pathOf(req.url) : undefined, id: req.id })
     }
-  } as FastifyServerOptions['logger']
+  } as NonNullable<FastifyServerOptions['logger']>
 }
 
 /** A logger outside any Fastify app (a cluster's primary), with the same options and destination as theirs. */
@@ -58,31 +58,55 @@ export function createLogger (options: LoggerOptions): Logger {
   return pino(rest, stream)
 }
 
-function stripQuery (url: string): string {
+/** A request target without its query string. */
+export function pathOf (url: string): string {
   const q = url.indexOf('?')
   return q === -1 ? url : url.slice(0, q)
 }
 
+/** What one access line says of a request: fixed fields, none of them a secret. */
+export interface AccessLine {
+  reqId: string
+  method: string
+  /** The path, without the query (pathOf): clients sometimes put credentials there. */
+  url: string
+  /** The route pattern that matched, or null. */
+  route: string | null
+  status: number
+  responseTimeMs: number
+  remoteAddress: string | undefined
+  /** Where the request went, for a gateway. */
+  upstream?: string
+  /** Who sent it, once authenticated: the kind and the key or user id. */
+  principal?: { type: string, id: string }
+}
+
 /**
- * One log line per request, written when the response is sent (Fastify's own
- * two-line request logging is turned off by `disableRequestLogging`). The query
- * string is left out because clients sometimes put credentials in it. The line holds
- * only these fields, none of them a secret, so it is written by a logger without the
- * redaction pass: redaction walks every line for its paths, which cost several times
- * the line itself, on every request.
+ * The writer of access lines, one per request. The line holds only AccessLine's fields,
+ * so it is written by a logger without the redaction pass: redaction walks every line
+ * for its paths, which cost several times the line itself, on every request.
+ */
+export function createAccessLog (log: import('fastify').FastifyBaseLogger): (line: AccessLine) => void {
+  const accessLog = log.child({}, { redact: [] })
+  return (line) => { accessLog.info(line, 'request') }
+}
+
+/**
+ * One access line per request (createAccessLog), written when the response is sent
+ * (Fastify's own two-line request logging is turned off by `disableRequestLogging`).
  */
 export function installRequestLogging (app: import('fastify').FastifyInstance): void {
-  const accessLog = app.log.child({}, { redact: [] })
+  const write = createAccessLog(app.log)
   app.addHook('onResponse', (request, reply, done) => {
-    accessLog.info({
+    write({
       reqId: request.id,
       method: request.method,
-      url: stripQuery(request.url),
-      route: request.routeOptions.url,
+      url: pathOf(request.url),
+      route: request.routeOptions.url ?? null,
       status: reply.statusCode,
       responseTimeMs: Math.round(reply.elapsedTime * 100) / 100,
       remoteAddress: request.ip
-    }, 'request')
+    })
     done()
   })
 }

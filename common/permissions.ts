@@ -10,6 +10,12 @@ export function normalizePermissions (permissions: readonly string[]): string[] 
   return [...new Set(permissions)].sort()
 }
 
+/** The permissions any one of which allows `required`: itself, its resource's wildcard, and `*`. */
+export function grantsOf (required: string): string[] {
+  const colon = required.indexOf(':')
+  return required === '*' ? ['*'] : colon > 0 ? [required, `${required.slice(0, colon)}:*`, '*'] : [required, '*']
+}
+
 /** True when `granted` allows `required`, with the `resource:*` and `*` wildcards. */
 export function permits (granted: readonly string[], required: string): boolean {
   if (granted.includes(required) || granted.includes('*')) return true

@@ -23,8 +23,16 @@ export async function buildGatewayServer (config: GatewayServerConfig, options: 
     ...(logStream !== undefined ? { logStream } : {}),
     bodyLimitBytes: config.plugin.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
     trustProxy: config.trustProxy,
-    ...(config.timeouts !== undefined ? { timeouts: config.timeouts } : {})
+    ...(config.timeouts !== undefined ? { timeouts: config.timeouts } : {}),
+    ...(config.unreadBodies !== undefined ? { unreadBodies: config.unreadBodies } : {}),
+    // The gateway's request path does what they do itself; its own other routes get them from the plugin.
+    serviceHooks: false
   })
-  await app.register(portierGateway, { documentationRoutes: true, ...config.plugin, ...deps })
+  await app.register(portierGateway, {
+    documentationRoutes: true,
+    ...config.plugin,
+    ...deps,
+    ...(config.unreadBodies !== undefined ? { unreadBodies: config.unreadBodies } : {})
+  })
   return app
 }

@@ -3,6 +3,7 @@ import { Type, type Static, type TSchema } from 'typebox'
 import { ConfigError, validateConfig } from '../common/config.js'
 import { deepFreeze } from '../common/deep-freeze.js'
 import { listenerEnvProperties, listenerLimitsFromEnv, type ListenerTimeouts } from '../common/listener-limits.js'
+import type { UnreadBodyLimits } from '../common/unread-body.js'
 import { parseRedisTarget, redisEnvProperties } from '../common/redis-config.js'
 import { GatewayOptionsSchema, metricsOptionProblems, type GatewayOptionsInput } from './options.js'
 
@@ -94,6 +95,10 @@ export const GatewayEnvSchema = Type.Object({
   GATEWAY_ANONYMOUS_POLICIES: Type.Optional(Type.String({ description: 'Traffic policies of identity\'s public routes (login, refresh, logout, JWKS) as a JSON array, e.g. `[{"name":"anonymous","kind":"rate","limit":600,"window_seconds":60,"partition":"ip"}]` (the default); `[]` for none.' })),
   GATEWAY_LEGACY_RATELIMIT_HEADERS: fromOption('legacyRateLimitHeaders', 'Also send X-RateLimit-Limit / -Remaining / -Reset (the tightest policy) beside RateLimit-Policy and RateLimit.'),
   GATEWAY_TRAFFIC_COUNTERS_MAX_BYTES: fromOption('trafficCountersMaxBytes', 'Bytes of rate-limit counts kept in process (without Redis, and while Redis is lost); the least recently used partition is forgotten beyond.'),
+  // A comma list here, a list in the options: read below.
+  GATEWAY_PUBLIC_HOSTS: Type.Optional(Type.String({ description: 'The hosts the gateway serves, a comma list of host[:port] as clients send them (e.g. `api.example.com,api.example.com:8443`); a request for another Host (or X-Forwarded-Host from a trusted proxy) gets 421 misdirected_request, so the X-Forwarded-Host upstreams receive is always one of them. Unset: any well-formed Host is served.' })),
+  GATEWAY_WEBSOCKET_MAX_MESSAGE_BYTES: fromOption('webSocketMaxMessageBytes', 'Largest message either side of a WebSocket route may send (1 MiB); a larger one closes the connection (1009).'),
+  GATEWAY_WEBSOCKET_IDLE_SECONDS: fromOption('webSocketIdleSeconds', 'A WebSocket on which no message passed either way for this long is closed (1001).'),
   GATEWAY_TRUST_PROXY: Type.String({ default: 'false', description: 'Whose X-Forwarded-* to trust (load balancers in front): false, true, or a comma list of IPs/CIDRs.' }),
   GATEWAY_SHUTDOWN_GRACE_SECONDS: Type.Number({ minimum: 0, maximum: 300, default: 10, description: 'On SIGTERM, how long in-flight requests get to finish.' }),
   LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, { default: 'info', description: 'pino log level.' })
@@ -113,6 +118,8 @@ export interface GatewayServerConfig {
   logLevel: string
   /** The listener's header, request and keep-alive timeouts; default DEFAULT_LISTENER_TIMEOUTS. */
   timeouts?: ListenerTimeouts
+  /** What the listener does with a request body it answers without reading; default DEFAULT_UNREAD_BODY_LIMITS. */
+  unreadBodies?: UnreadBodyLimits
   plugin: GatewayOptionsInput
 }
 
@@ -145,17 +152,24 @@ export function loadGatewayConfig (env: Record<string, string | undefined> = pro
     shutdownGraceMs: e.GATEWAY_SHUTDOWN_GRACE_SECONDS * 1000,
     logLevel: e.LOG_LEVEL,
     timeouts: listeners.timeouts,
+    unreadBodies: listeners.unreadBodies,
     plugin: {
       ...optionsFromVariables(e),
       ...(e.REDIS_URL !== undefined ? { redisUrl: e.REDIS_URL } : {}),
       ...(e.REDIS_CLUSTER_NODES !== undefined ? { redisClusterNodes: e.REDIS_CLUSTER_NODES.split(',').map((node) => node.trim()) } : {}),
       bufferedBodiesMaxBytes: listeners.bufferedBodiesMaxBytes,
-      ...(anonymous !== undefined ? { anonymousPolicies: anonymous as GatewayOptionsInput['anonymousPolicies'] } : {}),
+      ...(anonymous !== undefined ? { anonymousPolicies: anonymous as NonNullable<GatewayOptionsInput['anonymousPolicies']> } : {}),
+      ...(e.GATEWAY_PUBLIC_HOSTS !== undefined ? { publicHosts: listOf(e.GATEWAY_PUBLIC_HOSTS) } : {}),
       ...(e.GATEWAY_ALLOWED_UNUSUAL_HEADERS !== undefined
-        ? { allowedUnusualHeaders: e.GATEWAY_ALLOWED_UNUSUAL_HEADERS.split(',').map((name) => name.trim()).filter((name) => name !== '') }
+        ? { allowedUnusualHeaders: listOf(e.GATEWAY_ALLOWED_UNUSUAL_HEADERS) }
         : {})
     }
   })
+}
+
+/** A comma list's items, trimmed, without empty ones. */
+function listOf (value: string): string[] {
+  return value.split(',').map((item) => item.trim()).filter((item) => item !== '')
 }
 
 /** GATEWAY_ANONYMOUS_POLICIES as a list (checked against the policy schema when the plugin registers), or the problem. */

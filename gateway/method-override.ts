@@ -93,6 +93,14 @@ export function bodyOverridesMethod (body: string): BodyOverride {
   return 'none'
 }
 
+/** Throws the problem for an override header, or a query string (with its `?`) naming an override. */
+export function refuseHeaderOrQueryOverride (headers: Readonly<Record<string, unknown>>, search: string): void {
+  for (const header of METHOD_OVERRIDE_HEADERS) {
+    if (headers[header] !== undefined) throw GatewayProblems.methodOverrideRefused([GatewayDetails.overrideHeader(header)])
+  }
+  if (queryOverridesMethod(search)) throw GatewayProblems.methodOverrideRefused([GatewayDetails.overrideQuery])
+}
+
 /** Throws the problem for a JSON body (as the upstream will receive it) that overrides the method. */
 export function refuseBodyMethodOverride (body: Buffer | string): void {
   const found = bodyOverridesMethod(typeof body === 'string' ? body : body.toString('utf8'))

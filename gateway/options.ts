@@ -3,6 +3,7 @@ import { B64TOKEN_PATTERN } from '../common/credentials.js'
 import { DEFAULT_BUFFERED_BODIES_MAX_BYTES, MIN_BUFFERED_BODIES_MAX_BYTES } from '../common/listener-limits.js'
 import { parseRedisTarget, type RedisTarget } from '../common/redis-config.js'
 import { TrafficPolicies, type TrafficPolicy } from '../common/traffic/policy.js'
+import { hostProblem } from './host-header.js'
 import { DEFAULT_MAX_DEPTH } from './inflection/limits.js'
 
 /**
@@ -91,6 +92,17 @@ export const GatewayOptionsSchema = Type.Object({
    * least recently used partition is forgotten beyond.
    */
   trafficCountersMaxBytes: Type.Optional(Type.Integer({ minimum: 1_048_576, default: 67_108_864 })),
+  /**
+   * The hosts (host[:port], as clients send them in Host, or a trusted proxy in
+   * X-Forwarded-Host) the gateway serves; a request for another gets 421
+   * `misdirected_request`, so X-Forwarded-Host is always one of these. Unset: any
+   * well-formed Host is served and forwarded.
+   */
+  publicHosts: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 262, pattern: '^[^\\s,]+$' }), { minItems: 1 })),
+  /** Largest WebSocket message either side of a WebSocket route may send; a larger one closes the connection (1009). */
+  webSocketMaxMessageBytes: Type.Optional(Type.Integer({ minimum: 1_024, maximum: 67_108_864, default: 1_048_576 })),
+  /** A WebSocket on which no message passed either way for this long is closed (1001). */
+  webSocketIdleSeconds: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 86_400, default: 300 })),
   /** Serve /healthz and /readyz from the plugin (turn off if the host has its own). */
   observabilityRoutes: Type.Optional(Type.Boolean({ default: true })),
   /**
@@ -113,7 +125,7 @@ export const GatewayOptionsSchema = Type.Object({
 /** What a host app passes: every option with a default may be left out. */
 export type GatewayOptionsInput = Static<typeof GatewayOptionsSchema>
 
-type Optionals = 'upstreamsFile' | 'upstreams' | 'redisUrl' | 'redisClusterNodes' | 'metricsToken' | 'maxInflectedResponseBytes' | 'maxInflectedResponseMembers'
+type Optionals = 'upstreamsFile' | 'upstreams' | 'redisUrl' | 'redisClusterNodes' | 'metricsToken' | 'maxInflectedResponseBytes' | 'maxInflectedResponseMembers' | 'publicHosts'
 /** The options after validation: defaults filled in. */
 export type ResolvedGatewayOptions = Required<Omit<GatewayOptionsInput, Optionals | 'identity' | 'keyCache'>> &
 Pick<GatewayOptionsInput, Optionals> & {
@@ -124,6 +136,14 @@ Pick<GatewayOptionsInput, Optionals> & {
 /** Where the gateway's Redis is, from redisUrl / redisClusterNodes; problems name the option at fault. */
 export function redisTargetOf (options: Pick<GatewayOptionsInput, 'redisUrl' | 'redisClusterNodes'>): { target?: RedisTarget, problems: string[] } {
   return parseRedisTarget({ url: options.redisUrl, clusterNodes: options.redisClusterNodes }, { url: 'redisUrl', clusterNodes: 'redisClusterNodes' })
+}
+
+/** The public hosts that are not one well-formed host[:port]. */
+export function publicHostProblems (hosts: readonly string[] | undefined, name = 'publicHosts'): string[] {
+  return (hosts ?? []).flatMap((host, i) => {
+    const problem = host === '' ? 'is empty' : hostProblem(host)
+    return problem === null ? [] : [`${name}[${i}]: ${host} is not a host[:port] (${problem})`]
+  })
 }
 
 /** What is wrong with the metrics options together (named as `names` says): /metrics is never served on the app without a credential. */

@@ -1,26 +1,34 @@
-import { isUtf8 } from 'node:buffer'
-import type { IncomingMessage } from 'node:http'
 import fp from 'fastify-plugin'
-import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify'
-import { createBodyBudget, type BodyBudget } from '../common/body-budget.js'
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import { ConfigError, validateConfig } from '../common/config.js'
-import { installAcceptCheck } from '../common/accept.js'
-import { CommonProblems, installProblemErrorHandler } from '../common/problem.js'
-import { bufferedBodyReader } from '../common/request-body.js'
-import { installRequestEcho } from '../common/request-echo.js'
+import { installServiceHooks } from '../common/http-app.js'
+import { createAccessLog } from '../common/logger.js'
+import { installProblemErrorHandler } from '../common/problem.js'
+import { DEFAULT_UNREAD_BODY_LIMITS, type UnreadBodyLimits } from '../common/unread-body.js'
 import { documentationRoutes } from './docs/routes.js'
+import { SpellingBook } from './inflection/index.js'
 import { observabilityRoutes } from './observability/routes.js'
 import { metricsRoute } from './observability/metrics-route.js'
 import type { GatewayMetrics } from './observability/metrics.js'
-import { GatewayOptionsSchema, metricsOptionProblems, redisTargetOf, type GatewayOptionsInput, type ResolvedGatewayOptions } from './options.js'
-import { addVary, registerProxy } from './proxy/index.js'
-import type { GateDecision } from './request-gate.js'
+import { createRequestCounter } from './observability/request-counter.js'
+import { createUpstreamTimer } from './observability/upstream-timer.js'
+import { GatewayOptionsSchema, metricsOptionProblems, publicHostProblems, redisTargetOf, type GatewayOptionsInput, type ResolvedGatewayOptions } from './options.js'
+import { createForwardHeaders } from './proxy/forward-headers.js'
+import { createProxyStage } from './proxy/forward.js'
+import { createRequestBodyStage } from './proxy/request-body.js'
+import { createUpstreamAgent } from './proxy/upstream-agent.js'
+import { createFairShare } from './traffic/fair-share.js'
+import { createRefusals } from './refusals.js'
+import { createRequestPath } from './request-path.js'
+import { HTTP_METHODS } from './routing/schema.js'
 import { createGatewayRuntime, type GatewayRuntime, type RuntimeDependencies } from './runtime.js'
-import { isJsonContentType, rewriteGatewayBody } from './proxy/json-bodies.js'
-import { parseInflectionHeader, SpellingBook, type KeyCase } from './inflection/index.js'
-import type { ResolvedRoute, RouteTable } from './routing/index.js'
+import { registerWebSocketProxy, type WebSocketStage } from './websocket/websocket-proxy.js'
+import type { RouteTable } from './routing/index.js'
 
-export type GatewayPluginOptions = GatewayOptionsInput & RuntimeDependencies
+export type GatewayPluginOptions = GatewayOptionsInput & RuntimeDependencies & {
+  /** What becomes of request bodies the gateway answers without reading; the standalone server passes its listener's. */
+  unreadBodies?: UnreadBodyLimits
+}
 
 /** What a host app reaches of the gateway registered on it (`app.portierGateway`). */
 export interface PortierGateway {
@@ -38,33 +46,6 @@ declare module 'fastify' {
     /** The gateway registered on this app: reload its upstreams, document its routes, read its metrics. */
     portierGateway: PortierGateway
   }
-  interface FastifyRequest {
-    portierGate: GateDecision | null
-    /** The route the request matched, set by the gate before it authenticates: what a refusal is counted under. */
-    portierRoute: ResolvedRoute | null
-  }
-}
-
-/** Identity's routes get this fraction (1/n) of the body budget. */
-const ANONYMOUS_BUDGET_SHARE = 8
-
-/** Standard RFC 9457 members keep their names whatever the inflection; extension members follow it. */
-const PROBLEM_MEMBERS = new Set(['type', 'title', 'status', 'detail', 'code'])
-
-/**
- * The style a body should be inflected to: the gate's reading, or for a request the gate
- * refused (401, 403, 404), the header's own when it is valid: a refusal's extension
- * members follow it too.
- */
-function inflectionOf (request: FastifyRequest): KeyCase | null {
-  if (request.portierGate !== null) return request.portierGate.inflection
-  const asked = parseInflectionHeader(request.headers['x-api-inflection'])
-  return asked.kind === 'style' ? asked.style : null
-}
-
-function decisionOf (request: FastifyRequest): GateDecision {
-  // The gate runs in onRequest for every route of the proxy context, so this is set by the time a handler runs.
-  return request.portierGate as GateDecision
 }
 
 const OPTIONS_SOURCE = 'portier gateway options'
@@ -79,131 +60,78 @@ function resolveOptions (options: GatewayOptionsInput): ResolvedGatewayOptions {
   if ((resolved.upstreamsFile === undefined) === (resolved.upstreams === undefined)) {
     throw new ConfigError(OPTIONS_SOURCE, ['pass exactly one of upstreamsFile and upstreams'])
   }
-  const problems = [...redisTargetOf(resolved).problems, ...metricsOptionProblems(resolved)]
+  const problems = [...redisTargetOf(resolved).problems, ...metricsOptionProblems(resolved), ...publicHostProblems(resolved.publicHosts)]
   if (problems.length > 0) throw new ConfigError(OPTIONS_SOURCE, problems)
   return resolved
 }
 
 /**
- * Why a JSON body is refused before it is read: the gateway does not decode content
- * codings, so a compressed body (or one that only claims to be) would be forwarded
- * unread and decoded by the upstream alone.
+ * The routes that carry traffic: one catch-all for every method, in an encapsulated
+ * context of its own so that none of it touches the host app's routes, and with no hook
+ * of the gateway's: the request path (request-path.ts) does everything a request needs,
+ * in order, and writes every answer itself. Fastify is told to leave bodies alone: the
+ * path reads one only once every check before it has passed.
  */
-function refusedEncoding (contentEncoding: string | undefined): Error | null {
-  return contentEncoding !== undefined && contentEncoding.trim().toLowerCase() !== 'identity' ? CommonProblems.unsupportedMediaType() : null
-}
-
-/**
- * The gateway's body budget, split: an eighth for identity's routes, which take no
- * credential, the rest for upstream routes. So clients with credentials sending large
- * bodies cannot crowd out logins, and anonymous clients cannot crowd out the upstreams.
- */
-function createBodyBudgets (totalBytes: number): { anonymous: BodyBudget, authenticated: BodyBudget } {
-  const anonymousBytes = Math.floor(totalBytes / ANONYMOUS_BUDGET_SHARE)
-  return { anonymous: createBodyBudget(anonymousBytes), authenticated: createBodyBudget(totalBytes - anonymousBytes) }
-}
-
-/**
- * The largest body a route takes: identity's routes take no credential here, so an
- * anonymous client gets the few KiB login, refresh and logout need; upstream routes
- * take their upstream's limit, or the gateway's.
- */
-function bodyLimitOf (decision: GateDecision, options: ResolvedGatewayOptions): number {
-  if (decision.route.auth === 'none') return options.identityBodyLimitBytes
-  return decision.route.upstream.bodyLimitBytes ?? options.bodyLimitBytes
-}
-
-/**
- * The routes and hooks that carry traffic, in their own encapsulated context so that
- * none of it touches the host app's routes: only JSON bodies are parsed (anything else
- * is a 415), every request passes the gate before its body is read, errors are
- * problem+json, and problem extension members follow the requested inflection.
- */
-async function trafficContext (app: FastifyInstance, { runtime, options }: { runtime: GatewayRuntime, options: ResolvedGatewayOptions }): Promise<void> {
+async function trafficContext (app: FastifyInstance, { runtime, options, unreadBodies }: { runtime: GatewayRuntime, options: ResolvedGatewayOptions, unreadBodies: UnreadBodyLimits }): Promise<void> {
   app.removeAllContentTypeParsers()
-  // Every body the gateway holds while it forwards it counts against a budget: many slow or stalled bodies cannot add up.
-  const readBody = bufferedBodyReader(app)
-  const budgets = createBodyBudgets(options.bufferedBodiesMaxBytes)
-  for (const type of ['application/json', /^application\/[\w.+-]+\+json$/]) {
-    app.addContentTypeParser(type, async (request: FastifyRequest, payload: IncomingMessage) => {
-      const refused = refusedEncoding(request.headers['content-encoding'])
-      if (refused !== null) throw refused
-      const decision = decisionOf(request)
-      const anonymous = decision.route.auth === 'none'
-      const body = await readBody(request, payload, bodyLimitOf(decision, options), anonymous ? budgets.anonymous : budgets.authenticated)
-      // JSON is UTF-8 (RFC 8259 §8.1): other bytes would reach the upstream as U+FFFD.
-      if (!isUtf8(body)) throw CommonProblems.malformedJson()
-      return body
-    })
-  }
-
+  app.addContentTypeParser('*', (_request, _payload, done) => { done(null) })
+  // Only what escapes the path (nothing should) reaches Fastify's handler.
   installProblemErrorHandler(app)
 
-  // A host app that is not a Portier app gets these here; the standalone server has them already.
-  installRequestEcho(app)
-  installAcceptCheck(app)
-  // Hooks on the path of every request take a callback: an async hook costs a promise
-  // and a turn of the microtask queue per request, even when it has nothing to wait for.
-  app.addHook('onRequest', (request, reply, done) => {
-    let decision
-    try {
-      decision = runtime.gate(request, reply)
-    } catch (err) {
-      done(err as Error)
-      return
-    }
-    if (decision instanceof Promise) {
-      decision.then((decided) => { request.portierGate = decided; done() }, done)
-      return
-    }
-    request.portierGate = decision
-    done()
-  })
-
   const spellings = new SpellingBook()
-  app.addHook('onSend', (request, reply, payload, done) => {
-    if (!isJsonContentType(reply.getHeader('content-type'))) {
-      done(null, payload)
-      return
-    }
-    const style = inflectionOf(request)
-    // Every JSON answer past the gate, proxied or gateway-made, can be inflected: say so to caches.
-    if (request.portierGate !== null || style !== null) addVary(reply, 'x-api-inflection')
-    // A string is a body the gateway serialised itself (a problem); proxied bodies are
-    // streams or buffers, renamed already on their way through.
-    if (style === null || typeof payload !== 'string') {
-      done(null, payload)
-      return
-    }
-    const isProblem = String(reply.getHeader('content-type')).toLowerCase().startsWith('application/problem+json')
-    done(null, rewriteGatewayBody(payload, spellings.gatewayTable(style), isProblem ? PROBLEM_MEMBERS : undefined))
+  const forwardHeaders = createForwardHeaders({ allowedUnusualHeaders: options.allowedUnusualHeaders })
+  const { agent, dispatcher } = createUpstreamAgent(runtime.poolSettings)
+  app.addHook('onClose', async () => { await agent.close() })
+  // The path's last stage for a WebSocket route is the proxy registered after it, which runs the path first: bound once both exist.
+  let websocket: WebSocketStage | null = null
+  const serve = createRequestPath({
+    route: runtime.route,
+    authenticate: runtime.authenticate,
+    traffic: runtime.traffic,
+    usage: runtime.usage,
+    body: createRequestBodyStage({
+      bodyLimitBytes: options.bodyLimitBytes,
+      identityBodyLimitBytes: options.identityBodyLimitBytes,
+      bufferedBodiesMaxBytes: options.bufferedBodiesMaxBytes,
+      spellings,
+      maxInflectionDepth: options.maxInflectionDepth,
+      maxInflectedRequestMembers: options.maxInflectedRequestMembers
+    }),
+    proxy: createProxyStage({
+      dispatcher,
+      forwardHeaders,
+      spellings,
+      maxInflectionDepth: options.maxInflectionDepth,
+      maxInflectedResponseBytes: options.maxInflectedResponseBytes,
+      inflectedResponseHoldBytes: options.inflectedResponseHoldBytes,
+      maxInflectedResponseMembers: options.maxInflectedResponseMembers,
+      upstreamTimer: createUpstreamTimer(runtime.metrics.upstreamDuration),
+      fairShare: createFairShare(),
+      log: app.log
+    }),
+    websocket: (forward, handOver) => {
+      if (websocket === null) throw new Error('the WebSocket proxy is not registered yet')
+      websocket(forward, handOver)
+    },
+    refusals: createRefusals({ spellings, unreadBodies }),
+    requests: createRequestCounter(runtime.metrics.requests),
+    accessLog: createAccessLog(app.log),
+    closing: () => runtime.closing
   })
-
-  const requests = runtime.metrics.requests
-  app.addHook('onResponse', (request, reply, done) => {
-    const route = request.portierRoute?.pattern ?? 'unmatched'
-    const { method } = request
-    const status = reply.statusCode
-    requests.at(`${route}\u0000${method}\u0000${status}`, () => ({ route, method, status: String(status) })).inc()
-    done()
+  // A host app's own @fastify/swagger would list these catch-alls as operations; the
+  // gateway documents its routes itself (gateway/docs/).
+  websocket = await registerWebSocketProxy(app, {
+    forwardHeaders,
+    openSockets: runtime.openSockets,
+    maxMessageBytes: options.webSocketMaxMessageBytes,
+    idleMs: options.webSocketIdleSeconds * 1000,
+    check: serve
   })
-
-  await registerProxy(app, {
-    decisionOf,
-    metrics: runtime.metrics,
-    spellings,
-    maxInflectionDepth: options.maxInflectionDepth,
-    maxInflectedResponseBytes: options.maxInflectedResponseBytes,
-    inflectedResponseHoldBytes: options.inflectedResponseHoldBytes,
-    maxInflectedRequestMembers: options.maxInflectedRequestMembers,
-    maxInflectedResponseMembers: options.maxInflectedResponseMembers,
-    connectTimeoutMs: runtime.connectTimeoutMs,
-    allowedUnusualHeaders: options.allowedUnusualHeaders
-  })
+  for (const url of ['/', '/*']) app.route({ method: [...HTTP_METHODS], url, schema: { hide: true }, handler: (request, reply) => { serve(request, reply) } })
 }
 
 const gatewayPlugin: FastifyPluginAsync<GatewayPluginOptions> = async (app, pluginOptions) => {
-  const { events, redis, now, ...input } = pluginOptions
+  const { events, redis, now, unreadBodies, ...input } = pluginOptions
   const options = resolveOptions(input)
   const runtime = createGatewayRuntime(options, {
     ...(events !== undefined ? { events } : {}),
@@ -217,15 +145,20 @@ const gatewayPlugin: FastifyPluginAsync<GatewayPluginOptions> = async (app, plug
     metrics: { registry: runtime.metrics.registry }
   }
   app.decorate('portierGateway', gateway)
-  app.decorateRequest('portierGate', null)
-  app.decorateRequest('portierRoute', null)
   app.addHook('onReady', async () => { await runtime.start() })
+  app.addHook('preClose', (done) => { runtime.drain(); done() })
   app.addHook('onClose', async () => { await runtime.close() })
-  if (options.observabilityRoutes) await app.register(observabilityRoutes, { runtime })
-  if (options.metricsRoute) await app.register(metricsRoute, { metrics: runtime.metrics, token: options.metricsToken as string })
-  // Outside the traffic context too: documentation needs no credential.
-  if (options.documentationRoutes) await app.register(documentationRoutes, { runtime })
-  await app.register(trafficContext, { runtime, options })
+  const limits = unreadBodies ?? DEFAULT_UNREAD_BODY_LIMITS
+  // The gateway's own routes, each with the service hooks every Portier route has (a Portier app has them already).
+  await app.register(async (own) => {
+    installServiceHooks(own, { unreadBodies: limits })
+    installProblemErrorHandler(own)
+    if (options.observabilityRoutes) await own.register(observabilityRoutes, { runtime })
+    if (options.metricsRoute) await own.register(metricsRoute, { metrics: runtime.metrics, token: options.metricsToken as string })
+    // Documentation needs no credential.
+    if (options.documentationRoutes) await own.register(documentationRoutes, { runtime })
+  })
+  await app.register(trafficContext, { runtime, options, unreadBodies: limits })
 }
 
 /**

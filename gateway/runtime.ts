@@ -5,6 +5,8 @@ import type { RedisClient } from '../common/redis.js'
 import { createAccessTokenVerifier } from './auth/access-token-verifier.js'
 import { createApiKeyVerifier } from './auth/api-key-verifier.js'
 import { createAuthenticator } from './auth/authenticate.js'
+import { createRouteStage } from './routing/route-request.js'
+import { createOpenSockets } from './websocket/open-sockets.js'
 import { createIdentityClient } from './auth/identity-client.js'
 import { createCacheUpkeep } from './auth/invalidation.js'
 import { createJwksCache } from './auth/jwks-cache.js'
@@ -15,7 +17,6 @@ import { createGatewayMetrics } from './observability/metrics.js'
 import { createReadiness, type RedisState } from './observability/readiness.js'
 import { redisTargetOf, type ResolvedGatewayOptions } from './options.js'
 import { connectGatewayRedis, type GatewayRedis } from './redis-connection.js'
-import { createRequestGate } from './request-gate.js'
 import { createLiveRouteTable } from './routing/live-table.js'
 import type { RouteTable } from './routing/index.js'
 import { createLocalCounters } from '../common/traffic/local-counters.js'
@@ -101,7 +102,7 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
   const tokens = createAccessTokenVerifier({
     jwks, revocations, issuer: options.identity.issuer, audience: options.identity.audience, cacheMaxEntries: options.tokenCacheMaxEntries, now
   })
-  // The gate counts every request it lets through with a key, cached or not; the reporter sends the counts to identity in batches.
+  // The path counts every request it lets through with a key, cached or not; the reporter sends the counts to identity in batches.
   const usage = createUsageCounter({ maxKeys: options.keyUsageMaxKeys, now })
   const usageReporter = createUsageReporter({
     counter: usage, identity, intervalMs: options.keyUsageFlushSeconds * 1000, maxKeys: options.keyUsageMaxKeys, metrics, log
@@ -119,6 +120,8 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
     log,
     now
   })
+  const authenticate = createAuthenticator({ keys, tokens, metrics })
+  const openSockets = createOpenSockets({ authenticate, log })
   const upkeep = createCacheUpkeep({
     events,
     keys,
@@ -129,18 +132,27 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
     log,
     onRedisBack: sharing.onRedisBack,
     subscribeWaitMs: options.identity.timeoutMs,
-    revocationSyncMs: options.revocationSyncSeconds * 1000
+    revocationSyncMs: options.revocationSyncSeconds * 1000,
+    // Open WebSockets are checked again once the caches have applied an event, and on each sync.
+    afterEvent: openSockets.afterEvent,
+    afterSync: openSockets.recheckAll
   })
+  let closing = false
 
   return {
     metrics,
     /** Whether /metrics is served on the app the plugin is registered on (behind its token): the OpenAPI document lists it then. */
     metricsRoute: options.metricsRoute,
-    gate: createRequestGate({ table: () => routes.table, authenticate: createAuthenticator({ keys, tokens, metrics }), usage, traffic }),
+    route: createRouteStage({ table: () => routes.table, publicHosts: options.publicHosts === undefined ? null : new Set(options.publicHosts.map((host) => host.toLowerCase())) }),
+    authenticate,
     traffic,
+    usage,
+    openSockets,
     reload: routes.reload,
     get table (): RouteTable { return routes.table },
-    connectTimeoutMs: routes.connectTimeoutMs,
+    poolSettings: routes.poolSettings,
+    /** Whether the gateway is draining: new requests get a 503 and every answer closes its connection. */
+    get closing (): boolean { return closing },
     readiness: createReadiness({
       table: () => routes.table,
       identityUp: async () => await identity.healthy(),
@@ -156,7 +168,13 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
       if (options.watchUpstreamsFile) routes.watch()
     },
 
+    /** The host is closing: from now on the gateway drains. */
+    drain (): void {
+      closing = true
+    },
+
     async close (): Promise<void> {
+      closing = true
       await upkeep.stop()
       routes.close()
       if (ownsEvents) await events.close()

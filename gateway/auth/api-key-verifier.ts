@@ -45,10 +45,11 @@ export function createApiKeyVerifier (options: ApiKeyVerifierOptions) {
   const keyIndex = new Map<string, Set<string>>()
   // L1 is keyed by the key as presented, in this process only: a hit costs one map
   // lookup, with no hash computed. Its value is the answer itself, shared by every hit.
-  const positive = new LRUCache<string, ValidKeyCheck>({
+  // An entry keeps its own end (L1's TTL, on the monotonic clock; the key's own `until`
+  // on the verifier's): the LRU keeps no timestamps of its own for a hit to read.
+  const positive = new LRUCache<string, { check: ValidKeyCheck, freshUntil: number }>({
     max: options.l1MaxEntries,
-    ttl: options.l1TtlMs,
-    dispose: (entry, presented) => { unindex(entry.key.id, presented) }
+    dispose: (entry, presented) => { unindex(entry.check.key.id, presented) }
   })
   const negative = new LRUCache<string, InvalidKeyCheck>({ max: options.l1MaxEntries, ttl: options.negativeTtlMs })
   const inFlight = new Map<string, Promise<KeyCheck>>()
@@ -78,9 +79,8 @@ export function createApiKeyVerifier (options: ApiKeyVerifierOptions) {
   }
 
   function remember (presented: string, key: VerifiedKey): void {
-    const ttl = Math.min(options.l1TtlMs, key.until - now())
-    if (ttl <= 0) return
-    positive.set(presented, { valid: true, key }, { ttl })
+    if (key.until <= now()) return
+    positive.set(presented, { check: { valid: true, key }, freshUntil: performance.now() + options.l1TtlMs })
     let set = keyIndex.get(key.id)
     if (set === undefined) keyIndex.set(key.id, set = new Set())
     set.add(presented)
@@ -140,9 +140,12 @@ export function createApiKeyVerifier (options: ApiKeyVerifierOptions) {
      */
     verify (presented: string): KeyCheck | Promise<KeyCheck> {
       const hit = positive.get(presented)
-      if (hit !== undefined && hit.key.until > now()) {
-        counts.l1Hit.inc()
-        return hit
+      if (hit !== undefined) {
+        if (hit.freshUntil > performance.now() && hit.check.key.until > now()) {
+          counts.l1Hit.inc()
+          return hit.check
+        }
+        positive.delete(presented)
       }
       if (parseApiKey(presented) === null) return MALFORMED
       const refused = negative.get(presented)

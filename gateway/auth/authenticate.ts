@@ -2,18 +2,29 @@ import type { IncomingHttpHeaders } from 'node:http'
 import type { GrantedPolicy } from '../../common/traffic/policy.js'
 import { lookupIdOf } from '../../common/api-key-format.js'
 import { readCredential } from '../../common/credentials.js'
-import { AuthDetails, AuthProblems, bearerChallenge } from '../../common/problem.js'
+import { AuthDetails, AuthProblems } from '../../common/problem.js'
 import { GatewayDetails, GatewayProblems, INVALID_API_KEY_DETAILS } from '../errors.js'
 import type { GatewayMetrics } from '../observability/metrics.js'
+import type { AccessTokenClaims } from '../../common/access-token-profile.js'
 import type { AccessTokenVerifier, TokenCheck } from './access-token-verifier.js'
 import type { ApiKeyVerifier, KeyCheck } from './api-key-verifier.js'
 import { IdentityUnreachableError } from './identity-client.js'
 
-/** Who is calling, once authenticated: forwarded upstream as x-portier-principal / -permissions. */
+/**
+ * Who is calling, once authenticated: forwarded upstream as x-portier-principal /
+ * -permissions. Built once per verified credential (the cached verification), never
+ * per request, with what every request of it needs ready.
+ */
 export interface Principal {
   kind: 'key' | 'user'
   id: string
   permissions: readonly string[]
+  /** The same permissions, for the route's check (routing/permission-check.ts). */
+  permissionSet: ReadonlySet<string>
+  /** What the upstream is told of it: x-portier-principal, -principal-type, -permissions, as name, value, name, value. */
+  forwardedHeaders: readonly string[]
+  /** What every answer to it carries (Deprecation and Sunset while an old secret is used), as name, value pairs. */
+  answerHeaders: readonly string[]
   /** Set when a key's old secret was used during a rotation grace period. */
   deprecation: { deprecatedAt: number, sunsetAt: number } | null
   /** For a key, the lookup id of the secret presented (uses are counted per secret); null for a user. */
@@ -22,6 +33,22 @@ export interface Principal {
   user: string | null
   /** Traffic policies that came with the credential: a key's own and its owner's roles', or the user's roles'. */
   policies: readonly GrantedPolicy[]
+}
+
+type PrincipalFacts = Pick<Principal, 'kind' | 'id' | 'permissions' | 'deprecation' | 'secretLookupId' | 'user' | 'policies'>
+
+/** A principal with its permission set and its headers made once. */
+function principalOf (facts: PrincipalFacts): Principal {
+  const { deprecation } = facts
+  return Object.freeze({
+    ...facts,
+    permissionSet: new Set(facts.permissions),
+    forwardedHeaders: Object.freeze(['x-portier-principal', facts.id, 'x-portier-principal-type', facts.kind, 'x-portier-permissions', facts.permissions.join(',')]),
+    // RFC 9745 (Deprecation, a structured-field date) and RFC 8594 (Sunset, an HTTP-date).
+    answerHeaders: Object.freeze(deprecation === null
+      ? []
+      : ['deprecation', `@${Math.floor(deprecation.deprecatedAt / 1000)}`, 'sunset', new Date(deprecation.sunsetAt).toUTCString()])
+  })
 }
 
 /**
@@ -43,22 +70,23 @@ export function createAuthenticator (deps: { keys: ApiKeyVerifier, tokens: Acces
     missing: outcome('none', 'missing')
   }
 
+  // Keyed by the cached verifications (one per presented key, one per token), so a principal is built once per credential.
+  const keyPrincipals = new WeakMap<KeyCheck, Principal>()
+  const userPrincipals = new WeakMap<AccessTokenClaims, Principal>()
+
   function principalOfKey (check: KeyCheck, presented: string): Principal {
     if (!check.valid) {
       metrics.authOutcomes.series({ credential: 'api_key', outcome: check.reason }).inc()
       throw GatewayProblems.invalidApiKey([INVALID_API_KEY_DETAILS[check.reason]])
     }
     counts.keyValid.inc()
-    const { key } = check
-    return {
-      kind: 'key',
-      id: key.id,
-      permissions: key.permissions,
-      deprecation: key.deprecation,
-      secretLookupId: lookupIdOf(presented),
-      user: key.owner,
-      policies: key.policies
+    let principal = keyPrincipals.get(check)
+    if (principal === undefined) {
+      const { key } = check
+      principal = principalOf({ kind: 'key', id: key.id, permissions: key.permissions, deprecation: key.deprecation, secretLookupId: lookupIdOf(presented), user: key.owner, policies: key.policies })
+      keyPrincipals.set(check, principal)
     }
+    return principal
   }
 
   function identityUnavailable (err: unknown): never {
@@ -76,7 +104,12 @@ export function createAuthenticator (deps: { keys: ApiKeyVerifier, tokens: Acces
     }
     counts.bearerValid.inc()
     const { claims } = check
-    return { kind: 'user', id: claims.sub, permissions: claims.permissions, deprecation: null, secretLookupId: null, user: claims.sub, policies: claims.policies }
+    let principal = userPrincipals.get(claims)
+    if (principal === undefined) {
+      principal = principalOf({ kind: 'user', id: claims.sub, permissions: claims.permissions, deprecation: null, secretLookupId: null, user: claims.sub, policies: claims.policies })
+      userPrincipals.set(claims, principal)
+    }
+    return principal
   }
 
   /**
@@ -107,14 +140,6 @@ export function createAuthenticator (deps: { keys: ApiKeyVerifier, tokens: Acces
         throw AuthProblems.credentialsMissing([GatewayDetails.credentialsMissing])
     }
   }
-}
-
-/** The 403 for a principal lacking `permission`; tokens also get RFC 6750's insufficient_scope. */
-export function permissionDenied (principal: Principal, permission: string) {
-  return GatewayProblems.permissionDenied([permission], {
-    extensions: { missing_permission: permission },
-    ...(principal.kind === 'user' ? { headers: { 'www-authenticate': bearerChallenge('insufficient_scope') } } : {})
-  })
 }
 
 export type Authenticate = ReturnType<typeof createAuthenticator>

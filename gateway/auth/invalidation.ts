@@ -49,10 +49,11 @@ export async function applyAuthEvent (event: AuthEvent, targets: InvalidationTar
  * Subscribes to identity's invalidation events (Redis pub/sub in production, so every
  * replica hears every event). Returns the unsubscribe function.
  */
-export async function subscribeToInvalidations (events: EventBus, targets: InvalidationTargets, onResubscribed?: () => void): Promise<() => Promise<void>> {
+export async function subscribeToInvalidations (events: EventBus, targets: InvalidationTargets & { afterEvent?: (event: AuthEvent) => Promise<void> },
+  onResubscribed?: () => void): Promise<() => Promise<void>> {
   return await events.subscribe((event) => {
     targets.metrics.invalidations.inc({ type: event.type })
-    applyAuthEvent(event, targets).catch((err: unknown) => {
+    applyAuthEvent(event, targets).then(async () => await targets.afterEvent?.(event)).catch((err: unknown) => {
       targets.log.error({ err, eventType: event.type }, 'could not apply an invalidation event')
     })
   }, onResubscribed)
@@ -70,6 +71,10 @@ export interface CacheUpkeepOptions extends InvalidationTargets {
   /** Longest wait for the subscription before start goes on without it (it completes when Redis answers). */
   subscribeWaitMs: number
   revocationSyncMs: number
+  /** What else an event concerns, once the caches have applied it (open WebSockets). */
+  afterEvent?: (event: AuthEvent) => Promise<void>
+  /** What else is checked on each periodic sync of revocations. */
+  afterSync?: () => Promise<void>
 }
 
 /**
@@ -102,7 +107,11 @@ export function createCacheUpkeep (options: CacheUpkeepOptions) {
       await Promise.race([subscribed, new Promise((resolve) => setTimeout(resolve, options.subscribeWaitMs).unref())])
       options.onRedisBack(() => { catchUp('redis is back') })
       await Promise.all([jwks.refresh(), revocations.sync()])
-      timers.push(setInterval(() => { void revocations.sync() }, options.revocationSyncMs).unref())
+      timers.push(setInterval(() => {
+        void revocations.sync().then(async () => await options.afterSync?.()).catch((err: unknown) => {
+          log.warn({ err }, 'could not check open WebSockets again')
+        })
+      }, options.revocationSyncMs).unref())
       timers.push(setInterval(() => { void revocations.prune() }, PRUNE_INTERVAL_MS).unref())
     },
 

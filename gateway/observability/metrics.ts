@@ -1,5 +1,6 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { Counter, Registry, collectDefaultMetrics } from 'prom-client'
 import { createHotCounter } from './hot-counter.js'
+import { createHotHistogram } from './hot-histogram.js'
 
 /**
  * Prometheus metrics (prom-client), one registry per gateway instance so that two
@@ -36,12 +37,13 @@ export function createGatewayMetrics () {
       labelNames: ['policy', 'source', 'kind', 'outcome'] as const,
       registry
     }),
-    upstreamDuration: new Histogram({
+    // Observed on every proxied request: counted in plain numbers, read when scraped.
+    upstreamDuration: createHotHistogram({
       name: 'portier_gateway_upstream_duration_seconds',
       help: 'Time from sending the request upstream to its response headers, by upstream and status class.',
       labelNames: ['upstream', 'status_class'] as const,
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-      registers: [registry]
+      registry
     }),
     keyUsageFlushes: new Counter({
       name: 'portier_gateway_key_usage_flushes_total',

@@ -1,9 +1,8 @@
-import type { IncomingHttpHeaders } from 'node:http'
 import { isIP } from 'node:net'
 import type { FastifyRequest } from 'fastify'
 import { ConfigError } from '../../common/config.js'
 import { METHOD_OVERRIDE_HEADERS } from '../method-override.js'
-import type { GateDecision } from '../request-gate.js'
+import type { Principal } from '../auth/authenticate.js'
 
 /** Headers a client must never be able to set for the upstream: the gateway's own assertions. */
 const PRINCIPAL_HEADER_PREFIX = 'x-portier-'
@@ -115,16 +114,39 @@ function forwardedFor (address: string): string {
   return isIP(address) === 6 ? `"[${address}]"` : address
 }
 
-export type ForwardHeaders = (request: FastifyRequest, decision: GateDecision, headers: IncomingHttpHeaders) => IncomingHttpHeaders
+/** Names the gateway sets itself on the forwarded request: the client's are never passed on. */
+const REPLACED = new Set(['host', 'content-length', 'x-request-id', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'forwarded'])
+
+/** Header names a Connection header lists (RFC 9110 §7.6.1): hop-by-hop too. Null for none beyond the usual. */
+function listedInConnection (connection: string | undefined): Set<string> | null {
+  if (connection === undefined || connection === 'keep-alive' || connection === 'close') return null
+  return new Set(connection.toLowerCase().split(',').map((name) => name.trim()))
+}
+
+/** What the forwarded request is built from: the route's facts, and who is calling. */
+export interface Forwarding {
+  /** Identity's own routes keep Authorization (identity checks it); every other route's is the client's credential. */
+  keepsAuthorization: boolean
+  /** The body will be inflected: ask for it uncompressed. */
+  inflected: boolean
+  principal: Principal | null
+  /** The Host the gateway vouched for ('' for none). */
+  host: string
+}
+
+/** The upstream's request headers, as a flat list of names and values (what undici takes). */
+export type ForwardHeaders = (request: FastifyRequest, forwarding: Forwarding) => string[]
 
 /**
- * Builds the function that turns the client's headers into the upstream's. Removed:
- * the client's credential (the upstream trusts the gateway's identity headers instead;
- * identity's own routes keep Authorization, identity checks it itself), any
- * `x-portier-*`, names with characters other than letters, digits and `-` (unless
- * allowed by name), hop-by-hop headers, path and method overrides, and provenance
- * headers unless the peer is a trusted proxy. Set: the principal, x-request-id and
- * X-Forwarded-For/-Proto/-Host from what the gateway knows.
+ * Builds the function that turns the client's headers into the upstream's, in one pass
+ * over them. Removed: the client's credential (the upstream trusts the gateway's
+ * identity headers instead; identity's own routes keep Authorization, identity checks it
+ * itself), any `x-portier-*`, names with characters other than letters, digits and `-`
+ * (unless allowed by name), hop-by-hop headers and those Connection lists, path and
+ * method overrides, and provenance headers unless the peer is a trusted proxy. Set: the
+ * principal, x-request-id and X-Forwarded-For/-Proto/-Host from what the gateway knows,
+ * Forwarded extended by a hop when a trusted proxy sent one; Host is the upstream's
+ * (undici's) and Content-Length the body's.
  */
 export function createForwardHeaders (options: { allowedUnusualHeaders: readonly string[] }): ForwardHeaders {
   const problems = allowedUnusualHeaderProblems(options.allowedUnusualHeaders)
@@ -141,39 +163,43 @@ export function createForwardHeaders (options: { allowedUnusualHeaders: readonly
     return decided
   }
 
-  return function forwardHeaders (request, decision, headers) {
+  return function forwardHeaders (request, forwarding) {
     const chain = trustedChain(request)
     // The peer is a proxy the host app trusts, and it said whom it forwarded for.
     const fromTrustedProxy = chain.length > 1
-    for (const name of Object.keys(headers)) {
+    const headers = request.headers
+    const listed = listedInConnection(headers.connection)
+    const out: string[] = []
+    for (const name in headers) {
+      const value = headers[name]
+      if (value === undefined) continue
       const decided = disposition(name)
-      if (decided === 'drop' || (decided === 'provenance' && !fromTrustedProxy)) delete headers[name]
+      if (decided === 'drop' || (decided === 'provenance' && !fromTrustedProxy) || REPLACED.has(name)) continue
+      if ((name === 'authorization' && !forwarding.keepsAuthorization) || (name === 'accept-encoding' && forwarding.inflected)) continue
+      if (listed !== null && listed.has(name)) continue
+      if (typeof value === 'string') out.push(name, value)
+      else for (const item of value) out.push(name, item)
     }
-    if (decision.route.auth !== 'none') delete headers.authorization
-    const principal = decision.principal
-    if (principal !== null) {
-      headers['x-portier-principal'] = principal.id
-      headers['x-portier-principal-type'] = principal.kind
-      headers['x-portier-permissions'] = principal.permissions.join(',')
-    }
-    headers['x-request-id'] = request.id
+    if (forwarding.principal !== null) out.push(...forwarding.principal.forwardedHeaders)
+    out.push('x-request-id', request.id)
     const socketProtocol = (request.raw.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http'
     // What a trusted proxy forwarded in X-Forwarded-Proto (Fastify's request.protocol), when it is a scheme at all.
     const claimed = String(request.protocol).toLowerCase()
     const protocol = claimed === 'https' || claimed === 'http' ? claimed : socketProtocol
-    if (chain.length > 0) headers['x-forwarded-for'] = [...chain].reverse().join(', ')
-    headers['x-forwarded-proto'] = protocol
-    // The gate refused any Host (or trusted X-Forwarded-Host) that is not one host[:port].
-    if (request.host !== '') headers['x-forwarded-host'] = request.host
-    else delete headers['x-forwarded-host']
-    if (fromTrustedProxy && headers.forwarded !== undefined) {
+    const [peer] = chain
+    if (peer !== undefined) out.push('x-forwarded-for', chain.length === 1 ? peer : [...chain].reverse().join(', '))
+    out.push('x-forwarded-proto', protocol)
+    // The route stage refused any Host (or trusted X-Forwarded-Host) that is not one host[:port].
+    if (forwarding.host !== '') out.push('x-forwarded-host', forwarding.host)
+    const forwarded = headers.forwarded
+    if (fromTrustedProxy && forwarded !== undefined && peer !== undefined) {
       // RFC 7239 §4: each proxy appends its element: whom it received the request from, over what, for which host.
-      const host = request.headers.host
-      headers.forwarded = `${String(headers.forwarded)}, for=${forwardedFor(chain[0] as string)};proto=${socketProtocol}` +
-        (host !== undefined && host !== '' ? `;host="${host}"` : '')
+      const host = headers.host
+      out.push('forwarded', `${forwarded}, for=${forwardedFor(peer)};proto=${socketProtocol}` +
+        (host !== undefined && host !== '' ? `;host="${host}"` : ''))
     }
     // The body will be rewritten: ask for it uncompressed (a body that comes compressed anyway is decoded).
-    if (decision.inflection !== null) headers['accept-encoding'] = 'identity'
-    return headers
+    if (forwarding.inflected) out.push('accept-encoding', 'identity')
+    return out
   }
 }

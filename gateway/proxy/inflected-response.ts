@@ -1,5 +1,5 @@
-import { PassThrough, type Readable } from 'node:stream'
-import type { FastifyReply } from 'fastify'
+import type { ServerResponse } from 'node:http'
+import type { Transform } from 'node:stream'
 import { GatewayDetails, GatewayProblems } from '../errors.js'
 import { JsonKeyRewriter, type RenameTable } from '../inflection/index.js'
 import { createDecoder, upstreamBodyProblem } from './json-bodies.js'
@@ -18,10 +18,19 @@ export interface InflectedResponseOptions {
   upstreamName: string
 }
 
+/** What the inflected body reports to the exchange it belongs to. */
+export interface InflectedResponseEvents {
+  /** The body cannot be inflected before a byte was sent: the exchange answers this problem instead. */
+  refuse: (problem: unknown) => void
+  /** Stop and restart the upstream's flow (its bytes are coming faster than the client takes them). */
+  pause: () => void
+  resume: () => void
+}
+
 /**
- * Sends an upstream's JSON body with its member names renamed, chunk by chunk as it
- * arrives: each chunk is rewritten in its own turn of the event loop, and memory per
- * response stays bounded whatever the body's size.
+ * An upstream's JSON body sent with its member names renamed, chunk by chunk as it
+ * arrives: each chunk is rewritten as it comes, and memory per response stays bounded
+ * whatever the body's size.
  *
  * Up to `holdBytes` of output is held, and a body that ends within it is sent whole with
  * a Content-Length, so that an upstream's invalid JSON is a 502 problem before the client
@@ -30,101 +39,123 @@ export interface InflectedResponseOptions {
  * status has been sent, and a client that reads a cut body sees a network error, never a
  * body that parses.
  */
-export function sendInflectedResponse (reply: FastifyReply, upstream: Readable, options: InflectedResponseOptions): void {
-  const rewriter = new JsonKeyRewriter(options.table, { maxDepth: options.maxDepth, ...(options.maxMembers !== undefined ? { maxMembers: options.maxMembers } : {}) })
-  const decoder = createDecoder(options.encoding)
-  const source: Readable = decoder === undefined ? upstream : upstream.pipe(decoder)
-  let held: Buffer[] = []
-  let heldBytes = 0
-  let received = 0
-  let out: PassThrough | undefined
-  let settled = false
+export class InflectedResponse {
+  readonly #response: ServerResponse
+  readonly #status: number
+  readonly #headers: string[]
+  readonly #options: InflectedResponseOptions
+  readonly #events: InflectedResponseEvents
+  readonly #rewriter: JsonKeyRewriter
+  readonly #decoder: Transform | undefined
+  #held: Buffer[] = []
+  #heldBytes = 0
+  #received = 0
+  #streaming = false
+  #settled = false
 
-  const stopReading = (): void => {
-    settled = true
-    source.removeListener('data', onData)
-    upstream.destroy()
-    decoder?.destroy()
+  /** `headers`: the answer's, without the upstream's framing (Content-Length, Content-Encoding). */
+  constructor (response: ServerResponse, status: number, headers: string[], options: InflectedResponseOptions, events: InflectedResponseEvents) {
+    this.#response = response
+    this.#status = status
+    this.#headers = headers
+    this.#options = options
+    this.#events = events
+    this.#rewriter = new JsonKeyRewriter(options.table, { maxDepth: options.maxDepth, ...(options.maxMembers !== undefined ? { maxMembers: options.maxMembers } : {}) })
+    this.#decoder = createDecoder(options.encoding)
+    if (this.#decoder !== undefined) {
+      const decoder = this.#decoder
+      decoder.on('data', (chunk: Buffer) => { this.#take(chunk) })
+      decoder.once('end', () => { this.#finish() })
+      decoder.once('error', () => {
+        this.#fail(GatewayProblems.upstreamBodyNotInflectable([GatewayDetails.upstreamBodyUndecodable(options.encoding)]))
+      })
+      decoder.on('drain', () => { if (!this.#settled) events.resume() })
+    }
+    // Streaming: the client took what was waiting, the upstream may send more.
+    response.on('drain', () => { if (!this.#settled) events.resume() })
   }
 
-  const fail = (problem: unknown): void => {
-    if (settled) return
-    stopReading()
-    if (out !== undefined) {
-      out.destroy(problem instanceof Error ? problem : new Error('inflection failed'))
+  /** A chunk of the upstream's body, as it came (encoded or not). */
+  write (chunk: Buffer): void {
+    if (this.#settled) return
+    if (this.#decoder === undefined) {
+      this.#take(chunk)
       return
     }
-    clearBodyHeaders(reply)
-    reply.send(problem)
+    if (!this.#decoder.write(chunk)) this.#events.pause()
   }
 
-  const startStreaming = (): void => {
-    const stream = new PassThrough()
-    out = stream
-    stream.on('drain', () => { source.resume() })
-    // The client went away (or the stream was cut): nothing more to read.
-    stream.on('close', () => { if (!settled) stopReading() })
-    for (const chunk of held) stream.write(chunk)
-    held = []
-    // Chunked from here on: a cut then reads as one at the client, and the connection stays reusable.
-    reply.removeHeader('content-encoding')
-    reply.removeHeader('content-length')
-    reply.send(stream)
+  /** The upstream's body ended. */
+  end (): void {
+    if (this.#settled) return
+    if (this.#decoder === undefined) this.#finish()
+    else this.#decoder.end()
   }
 
-  function onData (chunk: Buffer): void {
-    received += chunk.length
-    if (options.maxBytes !== undefined && received > options.maxBytes) {
-      fail(GatewayProblems.upstreamBodyNotInflectable([GatewayDetails.upstreamBodyTooLarge(options.maxBytes)]))
+  /** The upstream failed mid-body. */
+  fail (): void {
+    this.#fail(GatewayProblems.upstreamUnavailable([this.#options.upstreamName]))
+  }
+
+  #take (chunk: Buffer): void {
+    if (this.#settled) return
+    this.#received += chunk.length
+    const { maxBytes } = this.#options
+    if (maxBytes !== undefined && this.#received > maxBytes) {
+      this.#fail(GatewayProblems.upstreamBodyNotInflectable([GatewayDetails.upstreamBodyTooLarge(maxBytes)]))
       return
     }
     let rewritten: Buffer
     try {
-      rewritten = rewriter.push(chunk)
+      rewritten = this.#rewriter.push(chunk)
     } catch (err) {
-      fail(upstreamBodyProblem(err, options))
+      this.#fail(upstreamBodyProblem(err, this.#options))
       return
     }
-    if (out !== undefined) {
-      if (rewritten.length > 0 && !out.write(rewritten)) source.pause()
+    if (this.#streaming) {
+      if (rewritten.length > 0 && !this.#response.write(rewritten)) this.#events.pause()
       return
     }
-    held.push(rewritten)
-    heldBytes += rewritten.length
-    if (heldBytes > options.holdBytes) startStreaming()
+    this.#held.push(rewritten)
+    this.#heldBytes += rewritten.length
+    if (this.#heldBytes > this.#options.holdBytes) this.#startStreaming()
   }
 
-  source.on('data', onData)
-  source.once('end', () => {
-    if (settled) return
-    try {
-      rewriter.end()
-    } catch (err) {
-      fail(upstreamBodyProblem(err, options))
-      return
-    }
-    settled = true
-    if (out !== undefined) {
-      out.end()
-      return
-    }
-    const body = held.length === 1 ? held[0] as Buffer : Buffer.concat(held, heldBytes)
-    clearBodyHeaders(reply)
-    reply.header('content-length', body.length)
-    reply.send(body)
-  })
-  upstream.once('error', () => { fail(GatewayProblems.upstreamUnavailable([options.upstreamName])) })
-  decoder?.once('error', () => {
-    fail(GatewayProblems.upstreamBodyNotInflectable([GatewayDetails.upstreamBodyUndecodable(options.encoding)]))
-  })
-}
+  /** Chunked from here on: a cut then reads as one at the client, and the connection stays reusable. */
+  #startStreaming (): void {
+    this.#streaming = true
+    this.#response.writeHead(this.#status, this.#headers)
+    for (const chunk of this.#held) this.#response.write(chunk)
+    this.#held = []
+  }
 
-/**
- * The upstream's framing and encoding no longer describe the body the client gets. (Not
- * for a streamed answer: removing transfer-encoding stops Node from chunking it.)
- */
-function clearBodyHeaders (reply: FastifyReply): void {
-  reply.removeHeader('content-encoding')
-  reply.removeHeader('content-length')
-  reply.removeHeader('transfer-encoding')
+  #finish (): void {
+    if (this.#settled) return
+    try {
+      this.#rewriter.end()
+    } catch (err) {
+      this.#fail(upstreamBodyProblem(err, this.#options))
+      return
+    }
+    this.#settled = true
+    if (this.#streaming) {
+      this.#response.end()
+      return
+    }
+    const body = this.#held.length === 1 ? this.#held[0] as Buffer : Buffer.concat(this.#held, this.#heldBytes)
+    this.#headers.push('content-length', String(body.length))
+    this.#response.writeHead(this.#status, this.#headers)
+    this.#response.end(body)
+  }
+
+  #fail (problem: unknown): void {
+    if (this.#settled) return
+    this.#settled = true
+    this.#decoder?.destroy()
+    if (this.#streaming) {
+      this.#response.destroy(problem instanceof Error ? problem : new Error('inflection failed'))
+      return
+    }
+    this.#events.refuse(problem)
+  }
 }

@@ -4,7 +4,8 @@ import type { FastifyBaseLogger } from 'fastify'
 import { ConfigError } from '../../common/config.js'
 import { loadUpstreamsFile, parseUpstreams } from './load.js'
 import { buildRouteTable } from './route-table.js'
-import { DEFAULT_CONNECT_TIMEOUT_MS } from './schema.js'
+import type { UpstreamPoolSettings } from '../proxy/upstream-agent.js'
+import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_UPSTREAM_CONNECTIONS } from './schema.js'
 import type { RouteTable, UpstreamsConfig } from './types.js'
 
 export interface LiveRouteTableOptions {
@@ -53,9 +54,13 @@ export function createLiveRouteTable (options: LiveRouteTableOptions) {
     get table (): RouteTable { return table },
     reload,
 
-    connectTimeoutMs (origin: string): number {
+    /** The pool an origin's connections get when it is first called: its (first) upstream's settings. */
+    poolSettings (origin: string): UpstreamPoolSettings {
       const upstream = table.upstreams.find((u) => u.origin === origin)
-      return upstream?.timeouts.connectMs ?? DEFAULT_CONNECT_TIMEOUT_MS
+      return {
+        connectTimeoutMs: upstream?.timeouts.connectMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+        connections: upstream?.connections ?? DEFAULT_UPSTREAM_CONNECTIONS
+      }
     },
 
     /** Reloads when the upstreams file changes on disk (nothing to watch for a config passed as such). */

@@ -20,13 +20,16 @@ function toConfig (content: UpstreamsFileContent): UpstreamsConfig {
       keyCase: u.keyCase,
       timeouts: { connectMs: u.timeouts.connectMs, responseMs: u.timeouts.responseMs },
       ...(u.bodyLimitBytes !== undefined ? { bodyLimitBytes: u.bodyLimitBytes } : {}),
+      connections: u.connections,
+      fairShare: u.fairShare,
       aliases: Object.fromEntries(Object.entries(u.aliases)),
       routes: u.routes.map((r) => ({
         method: r.method,
         path: r.path,
         permission: r.permission ?? null,
         ...(r.policies !== undefined ? { policies: r.policies } : {}),
-        ...(r.cost !== undefined ? { cost: r.cost } : {})
+        ...(r.cost !== undefined ? { cost: r.cost } : {}),
+        ...(r.websocket === true ? { websocket: true } : {})
       })),
       ...(u.policies !== undefined ? { policies: u.policies } : {})
     }))

@@ -1,7 +1,8 @@
 import FindMyWay from 'find-my-way'
 import { MAX_PATH_LENGTH } from './normalise-path.js'
 import { basePathOf, IDENTITY_ROUTES, IDENTITY_UPSTREAM_NAME, joinPrefix, patternKey, reservedPrefixOf, withBasePath } from './paths.js'
-import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_RESPONSE_TIMEOUT_MS, HTTP_METHODS } from './schema.js'
+import { grantsOf } from '../../common/permissions.js'
+import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FAIR_SHARE, DEFAULT_RESPONSE_TIMEOUT_MS, DEFAULT_UPSTREAM_CONNECTIONS, HTTP_METHODS } from './schema.js'
 import type {
   ResolvedRoute, ResolvedUpstream, RouteMatch, RouteTable, RouteTableOptions, RouteTraffic, UpstreamConfig, UpstreamRouteConfig, UpstreamsConfig
 } from './types.js'
@@ -32,7 +33,9 @@ function resolveUpstream (upstream: UpstreamConfig): ResolvedUpstream {
     basePath: basePathOf(upstream.target),
     keyCase: upstream.keyCase,
     timeouts: Object.freeze({ ...upstream.timeouts }),
-    bodyLimitBytes: upstream.bodyLimitBytes ?? null
+    bodyLimitBytes: upstream.bodyLimitBytes ?? null,
+    connections: upstream.connections,
+    fairShare: upstream.fairShare
   })
 }
 
@@ -44,7 +47,9 @@ function identityUpstream (identityOrigin: string): ResolvedUpstream {
     keyCase: 'snake',
     timeouts: Object.freeze({ connectMs: DEFAULT_CONNECT_TIMEOUT_MS, responseMs: DEFAULT_RESPONSE_TIMEOUT_MS }),
     // The gateway gives identity's anonymous routes their own small limit (identityBodyLimitBytes).
-    bodyLimitBytes: null
+    bodyLimitBytes: null,
+    connections: DEFAULT_UPSTREAM_CONNECTIONS,
+    fairShare: DEFAULT_FAIR_SHARE
   })
 }
 
@@ -81,8 +86,10 @@ export function buildRouteTable (config: UpstreamsConfig, options: RouteTableOpt
   const identity = identityUpstream(options.identityOrigin)
   const upstreams = [identity, ...config.upstreams.map(resolveUpstream)]
   const entries: Entry[] = []
-  const add = (method: string, pattern: string, permission: string | null, auth: 'required' | 'none', upstream: ResolvedUpstream, prefix: string, traffic: RouteTraffic): void => {
-    const entry = { route: Object.freeze({ method, pattern, permission, auth, upstream, traffic }), prefix }
+  const add = (method: string, pattern: string, permission: string | null, auth: 'required' | 'none', upstream: ResolvedUpstream, prefix: string,
+    traffic: RouteTraffic, websocket = false): void => {
+    const grantedBy = Object.freeze(permission === null ? [] : grantsOf(permission))
+    const entry = { route: Object.freeze({ method, pattern, permission, auth, grantedBy, websocket, upstream, traffic }), prefix }
     router.on(method as FindMyWay.HTTPMethod, pattern, noop, entry)
     entries.push(entry)
   }
@@ -92,7 +99,7 @@ export function buildRouteTable (config: UpstreamsConfig, options: RouteTableOpt
     const resolved = upstreams[i + 1] as ResolvedUpstream
     for (const route of upstream.routes) {
       const pattern = joinPrefix(upstream.prefix, route.path)
-      add(route.method, pattern, route.permission, 'required', resolved, upstream.prefix, routeTraffic(upstream, route, pattern))
+      add(route.method, pattern, route.permission, 'required', resolved, upstream.prefix, routeTraffic(upstream, route, pattern), route.websocket === true)
     }
     for (const [source, target] of Object.entries(upstream.aliases)) if (!aliases.has(source)) aliases.set(source, target)
   })

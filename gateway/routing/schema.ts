@@ -18,10 +18,16 @@
  *                                      #   then between body chunks
  *       bodyLimitBytes: 4194304        # optional, 1024..67108864: largest request body of its
  *                                      #   routes; unset: the gateway's bodyLimitBytes
+ *       connections: 128               # default 128, 1..4096: the pool of connections to it
+ *       fairShare: 0.5                 # default 0.5, >0..1: the most of that pool one principal
+ *                                      #   (a key, a user, a client network) holds in flight;
+ *                                      #   past it, 429 concurrency_limited; 1 turns it off
  *       aliases:                       # default {}: gateway path → canonical gateway path,
  *         /utilisateurs: /users        #   absolute, by whole segments (/utilisateurs/42 → /users/42)
  *       routes:                        # required, at least 1
  *         - { method: GET,  path: /users,     permission: users:list }
+ *         - { method: GET,  path: /feed,      permission: feed:read, websocket: true }  # an upgrade to
+ *                                      #   a WebSocket, proxied once authenticated, authorised, counted
  *         - { method: GET,  path: /users/:id, permission: users:read }
  *         - { method: GET,  path: /reports/*, permission: null }  # denied to every caller
  *         - method: POST                # a route may have traffic policies of its own, and a
@@ -65,6 +71,11 @@ export const MAX_CONNECT_TIMEOUT_MS = 60_000
 export const MAX_RESPONSE_TIMEOUT_MS = 600_000
 /** A body is held whole while it is forwarded (and inflected), so an upstream's own limit stays modest. */
 export const MAX_BODY_LIMIT_BYTES = 67_108_864
+/** Connections the gateway keeps to one upstream unless its entry says otherwise. */
+export const DEFAULT_UPSTREAM_CONNECTIONS = 128
+export const MAX_UPSTREAM_CONNECTIONS = 4_096
+/** The most of an upstream's pool one principal holds in flight unless its entry says otherwise. */
+export const DEFAULT_FAIR_SHARE = 0.5
 /** Most units one request may cost. */
 export const MAX_ROUTE_COST = 1_000
 /** Longest route pattern, prefix or alias path; request paths are capped at 2048. */
@@ -102,7 +113,9 @@ export const RouteSchema = Type.Object({
   /** Traffic policies of this route alone (common/traffic/policy.ts). */
   policies: Type.Optional(TrafficPolicies),
   /** Units one request takes from every rate limit and quota that covers it. */
-  cost: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ROUTE_COST }))
+  cost: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ROUTE_COST })),
+  /** A WebSocket route: its GET is an upgrade, proxied once it passes the checks (GET only). */
+  websocket: Type.Optional(Type.Boolean())
 }, closed)
 
 export const TimeoutsSchema = Type.Object({
@@ -117,6 +130,8 @@ export const UpstreamSchema = Type.Object({
   keyCase: Type.Enum(KEY_CASES as readonly ['camel', 'dash', 'snake', 'pascal'], { default: DEFAULT_KEY_CASE }),
   timeouts: TimeoutsSchema,
   bodyLimitBytes: Type.Optional(Type.Integer({ minimum: 1_024, maximum: MAX_BODY_LIMIT_BYTES })),
+  connections: Type.Integer({ minimum: 1, maximum: MAX_UPSTREAM_CONNECTIONS, default: DEFAULT_UPSTREAM_CONNECTIONS }),
+  fairShare: Type.Number({ exclusiveMinimum: 0, maximum: 1, default: DEFAULT_FAIR_SHARE }),
   aliases: Type.Record(
     Type.String({ pattern: ALIAS_SOURCE_PATTERN }),
     Type.String({ pattern: STATIC_PATH_PATTERN, maxLength: MAX_PATTERN_LENGTH }),

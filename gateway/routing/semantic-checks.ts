@@ -77,6 +77,7 @@ function checkRoutes (upstream: Upstream, place: string, declared: Map<string, D
     const params = pathSegments(route.path).filter((s) => s.startsWith(':'))
     const repeated = params.find((p, k) => params.indexOf(p) !== k)
     if (repeated !== undefined) out.problems.push(`${where}.path: the parameter ${repeated} appears twice`)
+    if (route.websocket === true && route.method !== 'GET') out.problems.push(`${where}.websocket: only a GET route can be a WebSocket route (an upgrade is a GET)`)
     // A reserved prefix is reported once, on the prefix, not on each of its routes.
     const placement = prefixProblem === undefined ? placementProblem(pattern) : undefined
     if (placement !== undefined) out.problems.push(`${where}.path: ${placement}`)

@@ -20,6 +20,8 @@ export interface UpstreamRouteConfig {
   policies?: TrafficPolicy[]
   /** Units one request takes from each rate limit and quota; absent: 1. */
   cost?: number
+  /** An upgrade to a WebSocket; absent: false. */
+  websocket?: boolean
 }
 
 export interface UpstreamConfig {
@@ -30,6 +32,10 @@ export interface UpstreamConfig {
   timeouts: UpstreamTimeouts
   /** Largest request body of its routes; absent: the gateway's bodyLimitBytes. */
   bodyLimitBytes?: number
+  /** The pool of connections to it. */
+  connections: number
+  /** The most of the pool one principal holds in flight (1: no bound). */
+  fairShare: number
   /** Absolute gateway path → canonical absolute gateway path. */
   aliases: Record<string, string>
   routes: UpstreamRouteConfig[]
@@ -61,6 +67,10 @@ export interface ResolvedUpstream {
   timeouts: UpstreamTimeouts
   /** Largest request body of its routes; null: the gateway's own limit for such routes. */
   bodyLimitBytes: number | null
+  /** The pool of connections to it (an origin two upstreams share takes the first one's). */
+  connections: number
+  /** The most of the pool one principal holds in flight (1: no bound). */
+  fairShare: number
 }
 
 /** A policy and where it was declared: `upstream:<name>` or `route:<METHOD>:<pattern>` (counts of two places never mix). */
@@ -79,6 +89,10 @@ export interface ResolvedRoute {
   permission: string | null
   /** `none` for identity's own routes (login, refresh, logout, JWKS). */
   auth: 'required' | 'none'
+  /** The permissions any one of which grants `permission` (itself, its resource's `*`, `*`), prepared once; empty when it is null. */
+  grantedBy: readonly string[]
+  /** An upgrade to a WebSocket, proxied once it passes the checks. */
+  websocket: boolean
   upstream: ResolvedUpstream
   traffic: RouteTraffic
 }

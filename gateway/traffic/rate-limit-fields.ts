@@ -28,23 +28,21 @@ export function rateLimitPolicyField (checks: readonly CounterCheck[]): string {
   }).join(', ')
 }
 
-export function rateLimitField (checks: readonly CounterCheck[], results: readonly CounterResult[]): string {
-  return checks.map((check, i) => {
-    const result = results[i] as CounterResult
-    return `${item(check)};r=${result.remaining};t=${result.resetSeconds}`
-  }).join(', ')
+/** A count and its result, as the fields below describe them. */
+export interface CountedCheck { check: CounterCheck, result: CounterResult }
+
+export function rateLimitField (counted: readonly CountedCheck[]): string {
+  return counted.map(({ check, result }) => `${item(check)};r=${result.remaining};t=${result.resetSeconds}`).join(', ')
 }
 
 /** The legacy trio describes one policy: the one with the fewest units left (the first of those). */
-export function legacyFields (checks: readonly CounterCheck[], results: readonly CounterResult[]): Record<string, string> {
-  let tightest = 0
-  for (let i = 1; i < results.length; i++) {
-    if ((results[i] as CounterResult).remaining < (results[tightest] as CounterResult).remaining) tightest = i
-  }
-  const result = results[tightest] as CounterResult
+export function legacyFields (counted: readonly CountedCheck[]): Record<string, string> {
+  const [first, ...rest] = counted
+  if (first === undefined) return {}
+  const tightest = rest.reduce((least, next) => next.result.remaining < least.result.remaining ? next : least, first)
   return {
-    'x-ratelimit-limit': String((checks[tightest] as CounterCheck).policy.limit),
-    'x-ratelimit-remaining': String(result.remaining),
-    'x-ratelimit-reset': String(result.resetSeconds)
+    'x-ratelimit-limit': String(tightest.check.policy.limit),
+    'x-ratelimit-remaining': String(tightest.result.remaining),
+    'x-ratelimit-reset': String(tightest.result.resetSeconds)
   }
 }

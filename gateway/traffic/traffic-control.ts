@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger, FastifyReply } from 'fastify'
+import type { FastifyBaseLogger } from 'fastify'
 import {
   CountersUnavailableError, SeedNeededError, type CounterCheck, type CounterResult, type CounterStore
 } from '../../common/traffic/counter.js'
@@ -10,7 +10,7 @@ import type { ScopedPolicy } from '../routing/index.js'
 import { applyPolicies, type AppliedPolicies, type RequestParty } from './applied-policies.js'
 import { createConcurrencySlots } from './concurrency-slots.js'
 import type { QuotaLedger } from './quota-ledger.js'
-import { legacyFields, rateLimitField, rateLimitPolicyField } from './rate-limit-fields.js'
+import { legacyFields, rateLimitField, rateLimitPolicyField, type CountedCheck } from './rate-limit-fields.js'
 
 export interface TrafficControlOptions {
   /** Where counts are kept: Redis when the gateway has it (shared by the replicas), else `local`. */
@@ -28,6 +28,19 @@ export interface TrafficControlOptions {
 }
 
 type Outcome = 'allowed' | 'limited' | 'fallback' | 'unavailable'
+
+/**
+ * What traffic control decided for a request it let through: the fields every answer to
+ * it carries (RateLimit-Policy, RateLimit and the legacy set), as name, value pairs, and
+ * what gives back its concurrency slots once the answer is over.
+ */
+export interface Admission {
+  readonly fields: readonly string[]
+  readonly release: (() => void) | null
+}
+
+const NO_FIELDS: readonly string[] = Object.freeze([])
+const UNLIMITED: Admission = Object.freeze({ fields: NO_FIELDS, release: null })
 
 /** What a refusal says of each policy it broke: never whose count it was. */
 function violation (policy: TrafficPolicy, retryAfter: number): Record<string, unknown> {
@@ -127,52 +140,62 @@ export function createTrafficControl (options: TrafficControlOptions) {
     }
   }
 
-  function refuse (checks: readonly CounterCheck[], results: readonly CounterResult[]): never {
-    const broken = checks.flatMap((check, i) => (results[i] as CounterResult).retryAfterSeconds > 0 ? [{ check, retry: (results[i] as CounterResult).retryAfterSeconds }] : [])
+  function refuse (counted: readonly CountedCheck[], fields: readonly string[]): never {
+    const broken = counted.filter(({ result }) => result.retryAfterSeconds > 0)
     for (const { check } of broken) count(check.scope, check.policy, 'limited')
-    const retryAfter = Math.max(1, ...broken.map(({ retry }) => retry))
+    const retryAfter = Math.max(1, ...broken.map(({ result }) => result.retryAfterSeconds))
     const first = broken[0]?.check.policy
     const quota = broken.find(({ check }) => check.policy.kind === 'quota')
-    const headers = { 'retry-after': String(retryAfter) }
-    const extensions = { retry_after: retryAfter, policies: broken.map(({ check, retry }) => violation(check.policy, retry)) }
-    if (quota !== undefined) throw GatewayProblems.quotaExhausted([quota.check.policy.name, String(quota.retry)], { headers, extensions })
+    const headers: Record<string, string> = { 'retry-after': String(retryAfter) }
+    for (let i = 0; i + 1 < fields.length; i += 2) {
+      const [name, value] = [fields[i], fields[i + 1]]
+      if (name !== undefined && value !== undefined) headers[name] = value
+    }
+    const extensions = { retry_after: retryAfter, policies: broken.map(({ check, result }) => violation(check.policy, result.retryAfterSeconds)) }
+    if (quota !== undefined) throw GatewayProblems.quotaExhausted([quota.check.policy.name, String(quota.result.retryAfterSeconds)], { headers, extensions })
     throw GatewayProblems.rateLimited([first?.name ?? 'unknown', String(retryAfter)], { headers, extensions })
   }
 
-  function answer (reply: FastifyReply, checks: readonly CounterCheck[], results: readonly CounterResult[]): void {
-    reply.header('ratelimit-policy', rateLimitPolicyField(checks))
-    reply.header('ratelimit', rateLimitField(checks, results))
-    if (options.legacyHeaders) reply.headers(legacyFields(checks, results))
+  function fieldsOf (checks: readonly CounterCheck[], counted: readonly CountedCheck[]): readonly string[] {
+    const fields = ['ratelimit-policy', rateLimitPolicyField(checks), 'ratelimit', rateLimitField(counted)]
+    if (options.legacyHeaders) for (const [name, value] of Object.entries(legacyFields(counted))) fields.push(name, value)
+    return fields
   }
 
   /**
-   * Answers with the fields of every count asked, then refuses or lets through.
-   * `taken`: the counts whose units were taken (all of them, or the caller's own when
-   * a shared count refused), reported to identity for quotas.
+   * The fields of every count asked, once the request is let through; a refusal
+   * carries them too. `taken`: the counts whose units were taken (all of them, or the
+   * caller's own when a shared count refused), reported to identity for quotas.
    */
-  function finish (reply: FastifyReply, checks: readonly CounterCheck[], results: readonly CounterResult[], taken: readonly CounterCheck[]): void {
-    if (checks.length === 0) return
-    answer(reply, checks, results)
+  function finish (checks: readonly CounterCheck[], results: readonly CounterResult[], taken: readonly CounterCheck[]): readonly string[] {
+    if (checks.length === 0) return NO_FIELDS
+    const counted = checks.map((check, i): CountedCheck => {
+      const result = results[i]
+      if (result === undefined) throw new Error(`the counters answered ${results.length} results for ${checks.length} counts`)
+      return { check, result }
+    })
+    const fields = fieldsOf(checks, counted)
     ledger.record(taken)
     for (const check of taken) count(check.scope, check.policy, 'allowed')
-    if (taken.length < checks.length) refuse(checks, results)
+    if (taken.length < checks.length) refuse(counted, fields)
+    return fields
   }
 
   const fits = (results: readonly CounterResult[]): boolean => results.every((result) => result.allowed)
 
   /** The shared counts, once the caller's own let the request through. */
-  function takeShared (reply: FastifyReply, applied: AppliedPolicies, ownResults: readonly CounterResult[]): void | Promise<void> {
-    if (!fits(ownResults)) return finish(reply, applied.own, ownResults, [])
-    if (applied.shared.length === 0) return finish(reply, applied.own, ownResults, applied.own)
-    const done = (sharedResults: readonly CounterResult[]): void => {
+  function takeShared (applied: AppliedPolicies, ownResults: readonly CounterResult[]): readonly string[] | Promise<readonly string[]> {
+    if (!fits(ownResults)) return finish(applied.own, ownResults, [])
+    if (applied.shared.length === 0) return finish(applied.own, ownResults, applied.own)
+    const done = (sharedResults: readonly CounterResult[]): readonly string[] => {
       const all = [...applied.own, ...applied.shared]
-      finish(reply, all, [...ownResults, ...sharedResults], fits(sharedResults) ? all : applied.own)
+      return finish(all, [...ownResults, ...sharedResults], fits(sharedResults) ? all : applied.own)
     }
     const shared = take(counters, applied.shared)
     return shared instanceof Promise ? shared.then(done) : done(shared)
   }
 
-  function holdSlots (reply: FastifyReply, applied: AppliedPolicies): (() => void) | null {
+  function holdSlots (applied: AppliedPolicies): (() => void) | null {
     if (applied.concurrency.length === 0) return null
     const ids = applied.concurrency.map((entry) => entry.id)
     const full = slots.take(ids, applied.concurrency.map((entry) => entry.policy.limit))
@@ -186,41 +209,49 @@ export function createTrafficControl (options: TrafficControlOptions) {
     }
     for (const { scope, policy } of applied.concurrency) count(scope, policy, 'allowed')
     let held = true
-    const release = (): void => {
+    return (): void => {
       if (!held) return
       held = false
       slots.release(ids)
     }
-    // 'close' comes once the answer is over: sent in full, or the connection gone first.
-    reply.raw.once('close', release)
-    return release
+  }
+
+  /** The request's policies. */
+  function admitPolicies (party: RequestParty): Admission | Promise<Admission> {
+    const routePolicies = party.route.auth === 'none' ? options.anonymous : party.route.traffic.policies
+    const granted = party.principal?.policies ?? []
+    if (routePolicies.length === 0 && granted.length === 0) return UNLIMITED
+    const policies = granted.length === 0
+      ? routePolicies
+      : [...routePolicies, ...granted.map(({ source, policy }) => ({ scope: source, policy }))]
+    const applied = applyPolicies(policies, party, party.route.traffic.cost, now())
+    const release = holdSlots(applied)
+    const admitted = (fields: readonly string[]): Admission => release === null && fields.length === 0 ? UNLIMITED : { fields, release }
+    try {
+      if (applied.own.length === 0 && applied.shared.length === 0) return admitted(NO_FIELDS)
+      const own = applied.own.length === 0 ? [] : take(counters, applied.own)
+      const fields = own instanceof Promise ? own.then((results) => takeShared(applied, results)) : takeShared(applied, own)
+      if (!(fields instanceof Promise)) return admitted(fields)
+      return fields.then(admitted, (err: unknown) => {
+        release?.()
+        throw err
+      })
+    } catch (err) {
+      release?.()
+      throw err
+    }
   }
 
   return {
     /**
-     * Lets the request through (at once, or a promise when Redis is asked) or throws
-     * the problem to answer with. The request's policies are its route's, then those
-     * of its credential, or the anonymous defaults on identity's routes.
+     * Lets the request through, with what its answer carries (at once, or a promise
+     * when Redis is asked), or throws the problem to answer with. The request's policies
+     * are its route's, then those of its credential, or the anonymous defaults on
+     * identity's routes. The admission's `release` must be called once the answer is
+     * over (sent in full, or the connection gone first).
      */
-    admit (reply: FastifyReply, party: RequestParty): void | Promise<void> {
-      const routePolicies = party.route.auth === 'none' ? options.anonymous : party.route.traffic.policies
-      const granted = party.principal?.policies ?? []
-      if (routePolicies.length === 0 && granted.length === 0) return
-      const policies = granted.length === 0
-        ? routePolicies
-        : [...routePolicies, ...granted.map(({ source, policy }) => ({ scope: source, policy }))]
-      const applied = applyPolicies(policies, party, party.route.traffic.cost, now())
-      const release = holdSlots(reply, applied)
-      try {
-        if (applied.own.length === 0 && applied.shared.length === 0) return
-        const own = applied.own.length === 0 ? [] : take(counters, applied.own)
-        const next = own instanceof Promise ? own.then((results) => takeShared(reply, applied, results)) : takeShared(reply, applied, own)
-        if (next instanceof Promise && release !== null) next.catch(release)
-        return next
-      } catch (err) {
-        release?.()
-        throw err
-      }
+    admit (party: RequestParty): Admission | Promise<Admission> {
+      return admitPolicies(party)
     }
   }
 }

@@ -178,7 +178,8 @@ t.test('bad headers', async (t) => {
     ]
     await runCorpus(t, corpus, [
       ...malformed.map(([name, value]) => listUsers(name, [['x-api-key', value]], BAD_KEY, {
-        sends: typeof value === 'string' ? [value] : [], check: refused(INVALID_TOKEN_CHALLENGE, /malformed/)
+        // A key id is no secret (access lines name a key's requests by it); whatever else is sent as a key is treated as one.
+        sends: typeof value === 'string' && value !== keys.users.id ? [value] : [], check: refused(INVALID_TOKEN_CHALLENGE, /malformed/)
       })),
       ...wellFormed.map(([name, value]) => listUsers(name, [['x-api-key', value]], BAD_KEY, {
         sends: [value], check: refused(INVALID_TOKEN_CHALLENGE, /unknown/)

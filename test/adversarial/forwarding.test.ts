@@ -310,6 +310,27 @@ t.test('what reaches upstreams', async (t) => {
     t.notOk('x-forwarded-host' in echoed(http10), 'no Host: no X-Forwarded-Host')
   })
 
+  await t.test('with public hosts set, another Host is a 421 and X-Forwarded-Host is always a listed one', async (t) => {
+    const publicOnly = await s.addGateway({ GATEWAY_PUBLIC_HOSTS: 'api.example.com, API.example.com:8443', GATEWAY_TRUST_PROXY: '127.0.0.1' })
+    for (const host of ['api.example.com', 'API.EXAMPLE.COM', 'api.example.com:8443']) {
+      const answer = await echo(publicOnly, [], { host })
+      assertJson(t, answer, 200, `Host: ${host}`)
+      t.equal(echoed(answer)['x-forwarded-host'], host, `Host: ${host} becomes X-Forwarded-Host`)
+    }
+    for (const host of ['other.example', new URL(publicOnly.url).host, 'api.example.com:443', 'example.com', 'api.example.com.evil']) {
+      const refused = await send(publicOnly.url, { target: '/echo', host, headers: [withKey] })
+      assertProblem(t, refused, 421, 'misdirected_request', `Host: ${host}`)
+    }
+    await assertRefused(t, publicOnly, { target: '/users', host: 'evil.example' }, 421, 'misdirected_request', 'before the credential is even read')
+    await assertRefused(t, publicOnly, { target: '/echo', host: null, version: '1.0', headers: [withKey] }, 421, 'misdirected_request', 'HTTP/1.0 without Host')
+    await assertRefused(t, publicOnly, { target: '/echo', host: 'api.example.com', headers: [withKey, ['x-forwarded-for', '203.0.113.7'], ['x-forwarded-host', 'evil.example']] },
+      421, 'misdirected_request', 'a trusted proxy forwarding another host')
+    const proxied = await echo(publicOnly, [['x-forwarded-for', '203.0.113.7'], ['x-forwarded-host', 'api.example.com']], { host: 'gateway.internal' })
+    assertJson(t, proxied, 200, 'a trusted proxy forwarding a public host, whatever its own Host')
+    t.equal(echoed(proxied)['x-forwarded-host'], 'api.example.com', 'X-Forwarded-Host is the public one')
+    t.equal((await send(publicOnly.url, { target: '/healthz', host: 'other.example' })).status, 200, 'probes answer whatever the Host')
+  })
+
   await t.test('hop-by-hop headers are never forwarded, never a 502, never an upstream failure', async (t) => {
     const failuresBefore = upstreamFailureLines(gateway)
     const cases: Array<[string, Header[], string[]]> = [

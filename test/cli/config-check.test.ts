@@ -26,7 +26,7 @@ const HEAD = 'upstreams:\n  - name: backoffice\n    target: http://127.0.0.1:400
 t.test('the shipped default file passes', async (t) => {
   const run = await portier(['config', 'check', DEFAULT_FILE])
   t.equal(run.code, 0, 'exit 0', { stderr: run.stderr })
-  t.equal(run.stdout, `ok: ${DEFAULT_FILE}: 1 upstream, 24 routes, 1 alias\n`)
+  t.equal(run.stdout, `ok: ${DEFAULT_FILE}: 1 upstream, 25 routes, 1 alias\n`)
   t.equal(run.stderr, '')
 })
 

@@ -73,10 +73,12 @@ t.test('queued waits keep their deadline', async (t) => {
   writeFileSync(file, JSON.stringify({
     upstreams: [
       backoffice,
+      // One principal may fill the pool here (fairShare 1): what is tested is the deadline of a request queued behind it.
       {
         name: 'slow',
         target: slow.url,
         prefix: '/slow-svc',
+        fairShare: 1,
         timeouts: { connectMs: 1_000, responseMs: RESPONSE_MS },
         routes: [{ method: 'GET', path: '/fast', permission: 'debug:read' }]
       },
@@ -84,6 +86,7 @@ t.test('queued waits keep their deadline', async (t) => {
         name: 'slow-held',
         target: slow.url,
         prefix: '/slow-held',
+        fairShare: 1,
         timeouts: { connectMs: 1_000, responseMs: HELD_RESPONSE_MS },
         routes: [{ method: 'GET', path: '/hold', permission: 'debug:read' }]
       }

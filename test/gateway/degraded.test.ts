@@ -115,7 +115,7 @@ t.test('identity down', async (t) => {
   assertJson(t, await gateway.call('/users', withKey(cached.key)), 200, 'the key cached in L1')
   assertJson(t, await replica.call('/users', withKey(cached.key)), 200, 'the key on the replica, from L2')
 
-  for (const [label, key] of [['an uncached key', uncached.key], ['a well-formed key of an unknown id', generateApiKey().key]]) {
+  for (const [label, key] of [['an uncached key', uncached.key], ['a well-formed key of an unknown id', generateApiKey().key]] as const) {
     for (let attempt = 1; attempt <= 3; attempt++) {
       const started = performance.now()
       const answer = await gateway.call('/users', withKey(key))

@@ -70,6 +70,8 @@ t.test('happy', async (t) => {
         prefix: '/',
         keyCase: 'snake',
         timeouts: { connectMs: 2000, responseMs: 10000 },
+        connections: 128,
+        fairShare: 0.5,
         aliases: { '/utilisateurs': '/users' },
         routes: [
           { method: 'GET', path: '/users', permission: 'users:list' },
@@ -154,7 +156,7 @@ t.test('schema errors name the file, the place and what is wrong', async (t) => 
     ['upstreams missing', (d) => { delete (d as Member).upstreams }, ['gateway.yaml: upstreams: is required']],
     ['upstreams empty', (d) => { d.upstreams = [] }, ['gateway.yaml: upstreams: must not be empty']],
     ['upstreams not a list', (d) => { (d as Member).upstreams = { name: 'x' } }, ['gateway.yaml: upstreams: must be a list']],
-    ['unknown upstream member', (d) => { upstream(d).retries = 3 }, ['gateway.yaml: upstreams[0].retries: is not a known member (expected: name, target, prefix, keyCase, timeouts, bodyLimitBytes, aliases, routes, policies)']],
+    ['unknown upstream member', (d) => { upstream(d).retries = 3 }, ['gateway.yaml: upstreams[0].retries: is not a known member (expected: name, target, prefix, keyCase, timeouts, bodyLimitBytes, connections, fairShare, aliases, routes, policies)']],
     ['name missing', (d) => { delete upstream(d).name }, ['gateway.yaml: upstreams[0].name: is required']],
     ['name upper case', (d) => { upstream(d).name = 'BackOffice' }, ['gateway.yaml: upstreams[0].name: must be 1 to 63 characters: a lower-case letter, then lower-case letters, digits or -']],
     ['name starting with a digit', (d) => { upstream(d).name = '1bo' }, ['gateway.yaml: upstreams[0].name: must be 1 to 63 characters: a lower-case letter, then lower-case letters, digits or -']],
@@ -186,7 +188,7 @@ t.test('schema errors name the file, the place and what is wrong', async (t) => 
     ['alias target not a string', (d) => { upstream(d).aliases = { '/utilisateurs': 1 } }, ['gateway.yaml: upstreams[0].aliases./utilisateurs: must be a string']],
     ['routes missing', (d) => { delete (upstream(d) as Member).routes }, ['gateway.yaml: upstreams[0].routes: is required']],
     ['routes empty', (d) => { upstream(d).routes = []; delete upstream(d).aliases }, ['gateway.yaml: upstreams[0].routes: must not be empty']],
-    ['unknown route member', (d) => { route(d, 1).auth = 'none' }, ['gateway.yaml: upstreams[0].routes[1].auth: is not a known member (expected: method, path, permission, policies, cost)']],
+    ['unknown route member', (d) => { route(d, 1).auth = 'none' }, ['gateway.yaml: upstreams[0].routes[1].auth: is not a known member (expected: method, path, permission, policies, cost, websocket)']],
     ['method lower case', (d) => { route(d, 2).method = 'post' }, ['gateway.yaml: upstreams[0].routes[2].method: must be one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS']],
     ['method TRACE', (d) => { route(d, 2).method = 'TRACE' }, ['gateway.yaml: upstreams[0].routes[2].method: must be one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS']],
     ['method missing', (d) => { delete route(d, 2).method }, ['gateway.yaml: upstreams[0].routes[2].method: is required']],
@@ -467,7 +469,7 @@ t.test('YAML', async (t) => {
       '    routes:',
       '      - { method: GET, path: /users, permission: users:list, <<: { permission: "*" } }'
     ].join('\n')
-    t.same(problemsOfText(text), ['gateway.yaml: upstreams[0].routes[0].<<: is not a known member (expected: method, path, permission, policies, cost)'])
+    t.same(problemsOfText(text), ['gateway.yaml: upstreams[0].routes[0].<<: is not a known member (expected: method, path, permission, policies, cost, websocket)'])
   })
 
   t.test('tags are refused, standard or custom', async (t) => {
@@ -496,7 +498,7 @@ t.test('YAML', async (t) => {
 
   t.test('__proto__ is an ordinary unknown member', async (t) => {
     const text = 'upstreams:\n  - name: backoffice\n    target: http://x\n    __proto__: { prefix: /admin }\n    routes:\n      - { method: GET, path: /users, permission: users:list }\n'
-    t.same(problemsOfText(text), ['gateway.yaml: upstreams[0].__proto__: is not a known member (expected: name, target, prefix, keyCase, timeouts, bodyLimitBytes, aliases, routes, policies)'])
+    t.same(problemsOfText(text), ['gateway.yaml: upstreams[0].__proto__: is not a known member (expected: name, target, prefix, keyCase, timeouts, bodyLimitBytes, connections, fairShare, aliases, routes, policies)'])
     t.equal(({} as Member).prefix, undefined, 'no prototype was touched')
   })
 

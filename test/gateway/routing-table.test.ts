@@ -82,7 +82,11 @@ t.test('the route is the configured one, with its upstream resolved', async (t) 
     pattern: '/billing/invoices/:id',
     permission: 'invoices:read',
     auth: 'required',
-    upstream: { name: 'billing', origin: 'https://billing.internal:8443', basePath: '/api/v2', keyCase: 'camel', timeouts: { connectMs: 500, responseMs: 3000 }, bodyLimitBytes: null },
+    grantedBy: ['invoices:read', 'invoices:*', '*'],
+    websocket: false,
+    upstream: {
+      name: 'billing', origin: 'https://billing.internal:8443', basePath: '/api/v2', keyCase: 'camel', timeouts: { connectMs: 500, responseMs: 3000 }, bodyLimitBytes: null, connections: 128, fairShare: 0.5
+    },
     traffic: { policies: [], cost: 1 }
   })
   t.ok(Object.isFrozen(found?.route), 'the route is frozen')
@@ -141,13 +145,13 @@ t.test('method not allowed lists the methods of the path', async (t) => {
 })
 
 t.test("identity's built-in routes", async (t) => {
-  const identity = { name: 'identity', origin: IDENTITY_ORIGIN, basePath: '', keyCase: 'snake', timeouts: { connectMs: 2000, responseMs: 10000 }, bodyLimitBytes: null }
+  const identity = { name: 'identity', origin: IDENTITY_ORIGIN, basePath: '', keyCase: 'snake', timeouts: { connectMs: 2000, responseMs: 10000 }, bodyLimitBytes: null, connections: 128, fairShare: 0.5 }
   for (const [method, path] of [['POST', '/sessions'], ['DELETE', '/sessions/current'], ['POST', '/tokens'], ['POST', '/jetons'], ['GET', '/.well-known/jwks.json']] as const) {
     const found = table.match(method, path)
-    t.same(found, { kind: 'route', route: { method, pattern: path, permission: null, auth: 'none', upstream: identity, traffic: { policies: [], cost: 1 } }, upstreamPath: path }, `${method} ${path}`)
+    t.same(found, { kind: 'route', route: { method, pattern: path, permission: null, auth: 'none', grantedBy: [], websocket: false, upstream: identity, traffic: { policies: [], cost: 1 } }, upstreamPath: path }, `${method} ${path}`)
   }
   const bare = buildRouteTable({ upstreams: [] }, { identityOrigin: 'http://identity.local:3001/ignored/path' })
-  t.same(bare.match('POST', '/jetons'), { kind: 'route', route: { method: 'POST', pattern: '/jetons', permission: null, auth: 'none', upstream: { ...identity, origin: 'http://identity.local:3001' }, traffic: { policies: [], cost: 1 } }, upstreamPath: '/jetons' },
+  t.same(bare.match('POST', '/jetons'), { kind: 'route', route: { method: 'POST', pattern: '/jetons', permission: null, auth: 'none', grantedBy: [], websocket: false, upstream: { ...identity, origin: 'http://identity.local:3001' }, traffic: { policies: [], cost: 1 } }, upstreamPath: '/jetons' },
     'present with no upstream at all; only the origin of identityOrigin counts')
   t.same(bare.match('GET', '/sessions/current'), { kind: 'method_not_allowed', allow: ['DELETE'] })
 })
@@ -162,6 +166,8 @@ t.test('/admin and /internal never match, whatever the config says', async (t) =
       prefix: '/',
       keyCase: 'snake',
       timeouts: { connectMs: 2000, responseMs: 10000 },
+      connections: 128,
+      fairShare: 0.5,
       aliases: { '/gestion': '/admin', '/interne': '/internal/keys', '/Gestion': '/ADMIN' },
       routes: [route('GET', '/admin/*'), route('GET', '/admin'), route('POST', '/internal/keys/verify'), route('GET', '/*'), route('GET', '/ADMIN')]
     }]
@@ -179,7 +185,7 @@ t.test('nor does a path its upstream would receive under /admin or /internal, wh
   // Past the loader's checks again: the table's own check is the second line.
   const route = (method: string, path: string): UpstreamConfig['routes'][number] => ({ method, path, permission: '*' })
   const upstream = (name: string, target: string, prefix: string, routes: Array<UpstreamConfig['routes'][number]>, aliases: Record<string, string> = {}): UpstreamConfig =>
-    ({ name, target, prefix, keyCase: 'snake', timeouts: { connectMs: 2000, responseMs: 10000 }, aliases, routes })
+    ({ name, target, prefix, keyCase: 'snake', timeouts: { connectMs: 2000, responseMs: 10000 }, connections: 128, fairShare: 0.5, aliases, routes })
   const careless = buildRouteTable({
     upstreams: [
       upstream('stripped', 'http://127.0.0.1:4000', '/svc', [route('GET', '/*'), route('POST', '/:tenant/keys'), route('GET', '/')], { '/old': '/svc/admin' }),

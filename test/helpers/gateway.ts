@@ -3,6 +3,7 @@ import { buildGatewayServer, buildMetricsServer } from '../../gateway/app.js'
 import type { GatewayOptionsInput } from '../../gateway/options.js'
 import { loadUpstreamsFile, type UpstreamsConfig } from '../../gateway/routing/index.js'
 import type { EventBus } from '../../common/event-bus.js'
+import type { UnreadBodyLimits } from '../../common/unread-body.js'
 import { captureLogs } from './logs.js'
 import { DEFAULT_UPSTREAMS_FILE } from './upstreams-file.js'
 import { http, type HttpAnswer, type HttpRequest } from './http.js'
@@ -34,13 +35,15 @@ export interface TestGateway {
 
 export interface GatewaySetup {
   identity: Pick<TestIdentity, 'publicUrl' | 'adminUrl' | 'serviceToken' | 'config'>
-  upstreams: GatewayOptionsInput['upstreams'] | string
-  redisUrl?: string
-  clock?: FakeClock
-  events?: EventBus
-  options?: Partial<GatewayOptionsInput>
+  upstreams: NonNullable<GatewayOptionsInput['upstreams']> | string
+  redisUrl?: string | undefined
+  clock?: FakeClock | undefined
+  events?: EventBus | undefined
+  options?: Partial<GatewayOptionsInput> | undefined
   /** The server's GATEWAY_TRUST_PROXY (false unless given). */
-  trustProxy?: boolean | string
+  trustProxy?: boolean | string | undefined
+  /** The listener's treatment of bodies it answers unread (the defaults unless given). */
+  unreadBodies?: UnreadBodyLimits | undefined
 }
 
 /** A gateway on loopback port 0 in front of a test identity, closed at the end of the test. */
@@ -54,6 +57,7 @@ export async function startGateway (t: Test, setup: GatewaySetup): Promise<TestG
     trustProxy: setup.trustProxy ?? false,
     shutdownGraceMs: 1_000,
     logLevel: 'info',
+    ...(setup.unreadBodies !== undefined ? { unreadBodies: setup.unreadBodies } : {}),
     plugin: {
       ...(typeof setup.upstreams === 'string' ? { upstreamsFile: setup.upstreams } : { upstreams: setup.upstreams }),
       identity: {

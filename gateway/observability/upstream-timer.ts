@@ -1,0 +1,28 @@
+import type { ResolvedUpstream } from '../routing/index.js'
+import type { HistogramSeries, HotHistogram } from './hot-histogram.js'
+
+const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx']
+
+/**
+ * `portier_gateway_upstream_duration_seconds` by upstream and status class, each series
+ * found once per upstream object (a reload makes new ones) and status class.
+ */
+export function createUpstreamTimer (histogram: HotHistogram<'upstream' | 'status_class'>) {
+  const series = new WeakMap<ResolvedUpstream, Map<number, HistogramSeries>>()
+  return {
+    /** Time from the call to the answer's headers, in seconds. */
+    observe (upstream: ResolvedUpstream, status: number, seconds: number): void {
+      let byClass = series.get(upstream)
+      if (byClass === undefined) series.set(upstream, byClass = new Map())
+      const statusClass = Math.floor(status / 100)
+      let child = byClass.get(statusClass)
+      if (child === undefined) {
+        child = histogram.series({ upstream: upstream.name, status_class: STATUS_CLASSES[statusClass] ?? 'other' })
+        byClass.set(statusClass, child)
+      }
+      child.observe(seconds)
+    }
+  }
+}
+
+export type UpstreamTimer = ReturnType<typeof createUpstreamTimer>

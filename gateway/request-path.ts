@@ -1,0 +1,171 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { pathOf, type AccessLine } from '../common/logger.js'
+import { CommonProblems } from '../common/problem.js'
+import { bodyPending } from '../common/unread-body.js'
+import type { Authenticate, Principal } from './auth/authenticate.js'
+import { authorise } from './auth/authorise.js'
+import { GatewayProblems } from './errors.js'
+import { parseInflectionHeader } from './inflection/index.js'
+import type { RequestCounter } from './observability/request-counter.js'
+import type { ProxyStage } from './proxy/forward.js'
+import type { RequestBodyStage } from './proxy/request-body.js'
+import type { RefusalContext, Refusals } from './refusals.js'
+import type { ResolvedRoute } from './routing/index.js'
+import type { RouteStage } from './routing/route-request.js'
+import type { Admission, TrafficControl } from './traffic/traffic-control.js'
+import type { UsageCounter } from './usage/usage-counter.js'
+import { isUpgrade, type WebSocketStage } from './websocket/websocket-proxy.js'
+
+/** Every stage of the path, and what it reports to. */
+export interface RequestPathStages {
+  route: RouteStage
+  authenticate: Authenticate
+  traffic: Pick<TrafficControl, 'admit'>
+  usage: Pick<UsageCounter, 'record'>
+  body: RequestBodyStage
+  proxy: ProxyStage
+  websocket: WebSocketStage
+  refusals: Refusals
+  requests: RequestCounter
+  accessLog: (line: AccessLine) => void
+  /** Whether the gateway is draining (new requests get a 503, every answer closes its connection). */
+  closing: () => boolean
+}
+
+/**
+ * Runs `produce`, then `next` with what it gave: at once when it gave a value, once it
+ * settles when it gave a promise. Whatever either throws (or the promise rejects with)
+ * goes to `fail`. So a stage that can answer at once (a credential verified before, a
+ * count kept in process) costs no promise and no turn of the microtask queue.
+ */
+function then<T> (produce: () => T | Promise<T>, next: (value: T) => void, fail: (error: unknown) => void): void {
+  let value: T | Promise<T>
+  try {
+    value = produce()
+  } catch (err) {
+    fail(err)
+    return
+  }
+  const proceed = (settled: T): void => {
+    try {
+      next(settled)
+    } catch (err) {
+      fail(err)
+    }
+  }
+  if (value instanceof Promise) value.then(proceed, fail)
+  else proceed(value)
+}
+
+/**
+ * The gateway's request path, one stage after another, each taking what the one before
+ * returned and returning a value (or a promise of one, when it must wait):
+ *
+ *   route → credential → permission → traffic → body → proxy (→ inflection of the answer)
+ *
+ * 1. route (routing/route-request.ts): query, Accept, Host, path, method overrides, the
+ *    route and the inflection header; a refusal before the route matched is counted as
+ *    unmatched, after it under its route.
+ * 2. credential (auth/authenticate.ts): the principal, from the key or token presented;
+ *    identity's own routes take none here (identity checks its own).
+ * 3. permission (auth/authorise.ts): the route's permission against the principal's.
+ * 4. traffic (traffic/traffic-control.ts): the fair share of the upstream, concurrency
+ *    caps, rate limits and quotas; what the answer carries (RateLimit fields) and what
+ *    gives the slots back. A key let through is counted as a use of its secret.
+ * 5. body (proxy/request-body.ts): read only now, within its limits, in the upstream's
+ *    spelling.
+ * 6. proxy (proxy/forward.ts, or websocket/websocket-proxy.ts for a WebSocket route): the
+ *    upstream's answer, renamed to the client's inflection when asked.
+ *
+ * Every answer is written here, on the raw response: a refusal at any stage
+ * (refusals.ts), or the upstream's. When it is over (sent, or the client gone) the
+ * slots are given back, and it is counted and logged: one access line saying who asked
+ * for what, where it went and how it ended.
+ */
+export function createRequestPath (stages: RequestPathStages) {
+  /**
+   * Serves one request. `handOver` is given when the request is an upgrade that reached
+   * the WebSocket proxy's route: once checked, a WebSocket route's upgrade is handed over.
+   */
+  return function serve (request: FastifyRequest, reply: FastifyReply, handOver?: () => void): void {
+    const response = reply.raw
+    const startedAt = performance.now()
+    const inflection = parseInflectionHeader(request.headers['x-api-inflection'])
+    // What the path has learned so far: what a refusal says, and what the access line records.
+    let route: ResolvedRoute | null = null
+    let principal: Principal | null = null
+    let admission: Admission | null = null
+    const refusal = (): RefusalContext => ({
+      style: inflection.kind === 'style' ? inflection.style : null,
+      fields: admission === null ? principal?.answerHeaders ?? [] : [...principal?.answerHeaders ?? [], ...admission.fields],
+      checked: admission !== null,
+      closing: stages.closing()
+    })
+    const refuse = (error: unknown): void => { stages.refusals(request, reply, error, refusal()) }
+
+    response.once('close', () => {
+      admission?.release?.()
+      stages.requests.count(route, request.method, response.statusCode)
+      stages.accessLog({
+        reqId: request.id,
+        method: request.method,
+        url: pathOf(request.url),
+        route: route?.pattern ?? null,
+        ...(route !== null ? { upstream: route.upstream.name } : {}),
+        ...(principal !== null ? { principal: { type: principal.kind, id: principal.id } } : {}),
+        status: response.statusCode,
+        responseTimeMs: Math.round((performance.now() - startedAt) * 100) / 100,
+        remoteAddress: request.ip
+      })
+    })
+
+    if (stages.closing()) {
+      refuse(CommonProblems.serviceUnavailable())
+      return
+    }
+    const routed = stages.route(request, inflection)
+    route = routed.route
+    if (routed.kind === 'refused') {
+      refuse(routed.refused)
+      return
+    }
+    // A WebSocket route takes upgrades only; any other route answers an upgrade (without a body) as an ordinary request.
+    const upgrade = isUpgrade(request.raw)
+    if (routed.route.websocket ? !upgrade : upgrade && bodyPending(request.raw)) {
+      refuse(upgrade
+        ? GatewayProblems.notWebSocketRoute([routed.route.method, routed.route.pattern])
+        : GatewayProblems.webSocketUpgradeRequired([routed.route.method, routed.route.pattern]))
+      return
+    }
+
+    then(() => routed.route.auth === 'none' ? null : stages.authenticate(request.headers), (authenticated) => {
+      principal = authenticated === null ? null : authorise(routed.route, authenticated)
+      then(() => stages.traffic.admit({ route: routed.route, principal, ip: request.ip }), (admitted) => {
+        admission = admitted
+        if (principal?.secretLookupId != null) stages.usage.record(principal.secretLookupId, routed.route.pattern, request.ip)
+        const answerFields = principal === null || principal.answerHeaders.length === 0
+          ? admitted.fields
+          : [...principal.answerHeaders, ...admitted.fields]
+        if (routed.route.websocket) {
+          if (handOver === undefined) throw GatewayProblems.notWebSocketRoute([routed.route.method, routed.route.pattern])
+          stages.websocket({ request, reply, routed, principal, answerFields }, handOver)
+          return
+        }
+        then(() => stages.body(routed, request.raw, response), (body) => {
+          stages.proxy({
+            request,
+            reply,
+            routed,
+            principal,
+            answerFields,
+            rateLimited: admitted.fields.length > 0,
+            body,
+            closing: stages.closing()
+          }, refuse)
+        }, refuse)
+      }, refuse)
+    }, refuse)
+  }
+}
+
+export type RequestPath = ReturnType<typeof createRequestPath>
