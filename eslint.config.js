@@ -16,5 +16,17 @@ export default [
       // this rule cannot see.
       'no-unmodified-loop-condition': 'off'
     }
+  },
+  {
+    // Rules that need the types: a promise nobody awaits or handles, and one passed
+    // where a callback's result is ignored (an async hook or listener whose rejection
+    // would be lost), are mistakes the syntax alone cannot see.
+    files: ['**/*.ts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      // tap queues a subtest it is given and awaits it itself: its promise may float.
+      '@typescript-eslint/no-floating-promises': ['error', { allowForKnownSafePromises: [{ from: 'package', name: 'PromiseWithSubtest', package: '@tapjs/core' }] }],
+      '@typescript-eslint/no-misused-promises': 'error'
+    }
   }
 ]

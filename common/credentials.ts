@@ -35,7 +35,7 @@ export type PresentedCredential =
   | { kind: 'bearer', token: string }
   | { kind: 'malformed_bearer' }
 
-export function readCredential (headers: { [API_KEY_HEADER]?: string | string[], authorization?: string | string[] }): PresentedCredential {
+export function readCredential (headers: { [API_KEY_HEADER]?: string | string[] | undefined, authorization?: string | string[] | undefined }): PresentedCredential {
   const apiKey = headers[API_KEY_HEADER]
   const authorization = headers.authorization
   if (apiKey !== undefined && authorization !== undefined) return { kind: 'conflicting' }

@@ -54,7 +54,8 @@ async function run (job: LoadJob): Promise<LoadOutcome> {
     pipelining: 1,
     requests: requestsOf(job)
   }) as unknown as Promise<autocannon.Result> & EventEmitter // the tracker: an emitter that is also a thenable
-  instance.on('response', (_client: unknown, _status: number, _bytes: number, responseTimeMs: number) => {
+  // Its result is awaited below; `on` hands back the same thenable.
+  void instance.on('response', (_client: unknown, _status: number, _bytes: number, responseTimeMs: number) => {
     latencyMicros.record(Math.max(1, Math.round(responseTimeMs * 1000)))
   })
   const result = await instance

@@ -53,6 +53,12 @@ export interface CounterStore {
   forget: (checks: readonly CounterCheck[]) => void | Promise<void>
 }
 
+/** A store that answers at once: the counts a process keeps itself. */
+export interface SyncCounterStore extends CounterStore {
+  take: (checks: readonly CounterCheck[]) => CounterResult[]
+  forget: (checks: readonly CounterCheck[]) => void
+}
+
 /** Whole seconds, rounding up, never below `floor`. */
 export function ceilSeconds (ms: number, floor = 0): number {
   return Math.max(floor, Math.ceil(ms / 1000))

@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache'
-import { ceilSeconds, SeedNeededError, type CounterCheck, type CounterResult, type CounterStore } from './counter.js'
+import { ceilSeconds, SeedNeededError, type CounterCheck, type CounterResult, type SyncCounterStore } from './counter.js'
 import { SlidingWindow } from './sliding-window.js'
 
 /** A quota's count in its current period. */
@@ -25,7 +25,7 @@ const WINDOW_BYTES = 96
  * with Redis falls back to, per policy, while Redis is lost. Checks and takes run in
  * one synchronous pass, so they are atomic here.
  */
-export function createLocalCounters (options: LocalCountersOptions = {}): CounterStore & { size: () => number } {
+export function createLocalCounters (options: LocalCountersOptions = {}): SyncCounterStore & { size: () => number } {
   const now = options.now ?? Date.now
   const counts = new LRUCache<string, Count>({
     maxSize: options.maxBytes ?? DEFAULT_MAX_BYTES,

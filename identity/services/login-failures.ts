@@ -12,9 +12,9 @@ export interface LoginFailuresOptions {
    * Where the failures are counted: Redis (common/traffic/redis-counters.ts, on identity's
    * clock), shared and kept across restarts; absent: in this process.
    */
-  store?: CounterStore
+  store?: CounterStore | undefined
   /** Where a lost Redis is said (once per outage). */
-  log?: { warn: (msg: string) => void, info: (fields: Record<string, unknown>, msg: string) => void }
+  log?: { warn: (msg: string) => void, info: (fields: Record<string, unknown>, msg: string) => void } | undefined
 }
 
 /** What a look found for one count: the failures' room, and when the oldest failure leaves the window. */
@@ -92,7 +92,7 @@ export function createLoginFailures (options: LoginFailuresOptions) {
   }
 
   function localRooms (checks: readonly CounterCheck[]): LoginFailureRooms {
-    const [email, ip] = local.take(checks) as CounterResult[]
+    const [email, ip] = local.take(checks)
     return { email: roomOf(email), ip: roomOf(ip) }
   }
 

@@ -146,8 +146,9 @@ t.test('kill -9 of identity during key creations and refreshes', async (t) => {
     for (const { id, key, name } of created) {
       const row = keyRow.get(id) as { id: string, name: string } | undefined
       const secrets = secretRows.all(id) as Array<{ lookup_id: string, secret_hash: string, retired_at: number | null }>
-      const whole = row?.name === name && secrets.length === 1 && secrets[0]?.lookup_id === parseApiKey(key)?.lookupId &&
-        /^sha256\$[A-Za-z0-9_-]{43}$/.test(secrets[0].secret_hash) && secrets[0].retired_at === null
+      const [secret] = secrets
+      const whole = row?.name === name && secrets.length === 1 && secret !== undefined && secret.lookup_id === parseApiKey(key)?.lookupId &&
+        /^sha256\$[A-Za-z0-9_-]{43}$/.test(secret.secret_hash) && secret.retired_at === null
       if (!whole) missing.push(name)
     }
     t.same(missing, [], `all ${created.length} acknowledged keys have their row and their one secret, under the name the client gave`)

@@ -110,7 +110,7 @@ export async function strangerSigner (): Promise<TokenSigner & { publicJwk: JWK 
  * Signs `payload` as an access token: header `{alg, kid, typ: 'at+jwt'}` of the
  * signer, overridden by `header` (a member set to undefined is left out).
  */
-export async function signToken (signer: TokenSigner, payload: JWTPayload, header: Partial<JWTHeaderParameters> = {}): Promise<string> {
+export async function signToken (signer: TokenSigner, payload: JWTPayload, header: { [K in keyof JWTHeaderParameters]?: JWTHeaderParameters[K] | undefined } = {}): Promise<string> {
   const protectedHeader = JSON.parse(JSON.stringify({ alg: signer.alg, kid: signer.kid, typ: 'at+jwt', ...header })) as JWTHeaderParameters
   return await new SignJWT(payload).setProtectedHeader(protectedHeader).sign(signer.key)
 }

@@ -9,7 +9,7 @@ export interface HttpAnswer<T = any> {
 }
 
 export interface HttpRequest {
-  method?: string
+  method?: string | undefined
   headers?: Record<string, string>
   /** Serialised as JSON unless it is already a string. */
   body?: unknown

@@ -46,7 +46,7 @@ const lostStore = (): CounterStore => ({
   forget: async () => { throw new CountersUnavailableError('redis did not answer the traffic counters') }
 })
 
-function throttleWith (options: { store?: CounterStore, perEmail?: number, perIp?: number, clock?: FakeClock } = {}) {
+function throttleWith (options: { store?: CounterStore | undefined, perEmail?: number, perIp?: number, clock?: FakeClock } = {}) {
   const clock = options.clock ?? fakeClock()
   const warnings: string[] = []
   const notes: string[] = []
