@@ -69,13 +69,15 @@ function then<T> (produce: () => T | Promise<T>, next: (value: T) => void, fail:
  * 2. credential (auth/authenticate.ts): the principal, from the key or token presented;
  *    identity's own routes take none here (identity checks its own).
  * 3. permission (auth/authorise.ts): the route's permission against the principal's.
- * 4. traffic (traffic/traffic-control.ts): the fair share of the upstream, concurrency
- *    caps, rate limits and quotas; what the answer carries (RateLimit fields) and what
- *    gives the slots back. A key let through is counted as a use of its secret.
+ * 4. traffic (traffic/traffic-control.ts): concurrency caps, rate limits and quotas;
+ *    what the answer carries (RateLimit fields) and what gives the slots back. A key let
+ *    through is counted as a use of its secret.
  * 5. body (proxy/request-body.ts): read only now, within its limits, in the upstream's
  *    spelling.
  * 6. proxy (proxy/forward.ts, or websocket/websocket-proxy.ts for a WebSocket route): the
- *    upstream's answer, renamed to the client's inflection when asked.
+ *    principal's fair share of the upstream's connections (traffic/fair-share.ts), taken
+ *    when the request is dispatched, then the upstream's answer, renamed to the
+ *    client's inflection when asked.
  *
  * Every answer is written here, on the raw response: a refusal at any stage
  * (refusals.ts), or the upstream's. When it is over (sent, or the client gone) the
@@ -102,8 +104,11 @@ export function createRequestPath (stages: RequestPathStages) {
       closing: stages.closing()
     })
     const refuse = (error: unknown): void => { stages.refusals(request, reply, error, refusal()) }
+    // Set when the response closed (sent, or the client gone): a stage that was waiting then must not go on.
+    let over = false
 
     response.once('close', () => {
+      over = true
       admission?.release?.()
       stages.requests.count(route, request.method, response.statusCode)
       stages.accessLog({
@@ -140,7 +145,13 @@ export function createRequestPath (stages: RequestPathStages) {
 
     then(() => routed.route.auth === 'none' ? null : stages.authenticate(request.headers), (authenticated) => {
       principal = authenticated === null ? null : authorise(routed.route, authenticated)
+      if (over) return
       then(() => stages.traffic.admit({ route: routed.route, principal, ip: request.ip }), (admitted) => {
+        // The client left while the counts were read: what was taken for it is given back, nothing is counted as a use.
+        if (over) {
+          admitted.release?.()
+          return
+        }
         admission = admitted
         if (principal?.secretLookupId != null) stages.usage.record(principal.secretLookupId, routed.route.pattern, request.ip)
         const answerFields = principal === null || principal.answerHeaders.length === 0
@@ -152,6 +163,8 @@ export function createRequestPath (stages: RequestPathStages) {
           return
         }
         then(() => stages.body(routed, request.raw, response), (body) => {
+          // Nothing is sent upstream for a client that is gone (nor a place of its fair share taken that no close would give back).
+          if (over) return
           stages.proxy({
             request,
             reply,
