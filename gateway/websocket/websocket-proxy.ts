@@ -111,21 +111,44 @@ export async function registerWebSocketProxy (app: FastifyInstance, options: Web
   // By request: the proxy's callbacks are given the request it was handed (typed for any server).
   const upgrades = new WeakMap<object, Upgrade>()
   const upgradesByRaw = new WeakMap<IncomingMessage, Upgrade>()
-  /** Each client socket's idle timer, refreshed by a message either way. */
-  const idleTimers = new WeakMap<WebSocket, NodeJS.Timeout>()
+  /** Each client socket's last message either way, on the monotonic clock. */
+  const activity = new WeakMap<WebSocket, { lastMessageAt: number }>()
   let wrapped = false
+
+  /** A message passed on `source`'s connection: one clock read, no timer touched. */
+  function active (source: WebSocket): void {
+    const seen = activity.get(source)
+    if (seen !== undefined) seen.lastMessageAt = performance.now()
+  }
+
+  /**
+   * Closes `source` once `idleMs` passed without a message either way. The timer is not
+   * reset per message (that is a timer-list operation on every message, either way):
+   * when it fires early, it is set again for what is left since the last message.
+   */
+  function closeWhenIdle (source: WebSocket, close: (code: number, reason: string) => void): () => void {
+    const seen = { lastMessageAt: performance.now() }
+    activity.set(source, seen)
+    let timer: NodeJS.Timeout
+    const check = (): void => {
+      const left = seen.lastMessageAt + options.idleMs - performance.now()
+      if (left <= 0) close(CLOSE_IDLE, 'idle')
+      else timer = setTimeout(check, left).unref()
+    }
+    timer = setTimeout(check, options.idleMs).unref()
+    return () => { clearTimeout(timer) }
+  }
 
   /** Starts the idle timer and the tracking of a connection the proxy has just accepted. */
   function track (source: WebSocket, upgrade: Upgrade): void {
     const { forward } = upgrade
     const close = (code: number, reason: string): void => { source.close(code, reason) }
-    idleTimers.set(source, setTimeout(() => { close(CLOSE_IDLE, 'idle') }, options.idleMs).unref())
-    source.on('message', () => { idleTimers.get(source)?.refresh() })
+    const stopIdleTimer = closeWhenIdle(source, close)
     const forget = forward.principal === null
       ? null
       : options.openSockets.add({ route: forward.routed.route, principal: forward.principal, credential: credentialOf(forward.request), close })
     source.once('close', () => {
-      clearTimeout(idleTimers.get(source))
+      stopIdleTimer()
       forget?.()
     })
   }
@@ -178,7 +201,8 @@ export async function registerWebSocketProxy (app: FastifyInstance, options: Web
       queryString: (_search: unknown, _url: string, request: object) => upgrades.get(request)?.forward.routed.search.slice(1) ?? ''
     } as ClientOptions,
     wsHooks: {
-      onOutgoingMessage: (_context, source) => { idleTimers.get(source)?.refresh() }
+      onIncomingMessage: (_context, source) => { active(source) },
+      onOutgoingMessage: (_context, source) => { active(source) }
     }
   })
 

@@ -139,7 +139,9 @@ t.test('WebSocket routes', async (t) => {
       await new Promise((resolve) => setTimeout(resolve, 300))
       await reply(busy.socket, `ping ${i}`)
     }
-    t.equal((await idleClosed)?.code, 1001, 'a second without a message: 1001')
+    const idleOutcome = await idleClosed
+    t.equal(idleOutcome?.code, 1001, 'a second without a message: 1001')
+    t.ok(idleOutcome !== null && idleOutcome.ms >= 900 && idleOutcome.ms < 1_600, `closed a second after its last message, not later (${Math.round(idleOutcome?.ms ?? -1)} ms)`)
     t.equal(await busyClosed, null, 'a socket with messages stays open')
   })
 })
