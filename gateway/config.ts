@@ -5,7 +5,7 @@ import { deepFreeze } from '../common/deep-freeze.js'
 import { listenerEnvProperties, listenerLimitsFromEnv, type ListenerTimeouts } from '../common/listener-limits.js'
 import type { UnreadBodyLimits } from '../common/unread-body.js'
 import { parseRedisTarget, redisEnvProperties } from '../common/redis-config.js'
-import { GatewayOptionsSchema, metricsOptionProblems, type GatewayOptionsInput } from './options.js'
+import { GatewayOptionsSchema, metricsOptionProblems, publicHostProblems, type GatewayOptionsInput } from './options.js'
 
 /** Loopback: metrics show auth outcomes, cache tiers and process internals; bind wider only on a private network. */
 export const DEFAULT_METRICS_HOST = '127.0.0.1'
@@ -131,11 +131,13 @@ export function loadGatewayConfig (env: Record<string, string | undefined> = pro
   const listeners = listenerLimitsFromEnv('GATEWAY', e)
   const workers = workersOf(e.GATEWAY_WORKERS)
   const anonymous = anonymousPoliciesOf(e.GATEWAY_ANONYMOUS_POLICIES)
+  const publicHosts = e.GATEWAY_PUBLIC_HOSTS === undefined ? undefined : listOf(e.GATEWAY_PUBLIC_HOSTS)
   const problems = [
     ...(typeof anonymous === 'string' ? [anonymous] : []),
     ...redis.problems,
     ...listeners.problems,
     ...metricsOptionProblems(metrics, { route: 'GATEWAY_METRICS_ON_MAIN_LISTENER', token: 'GATEWAY_METRICS_TOKEN' }),
+    ...(publicHosts?.length === 0 ? ['GATEWAY_PUBLIC_HOSTS: must name at least one host[:port] (unset it to serve any Host)'] : publicHostProblems(publicHosts, 'GATEWAY_PUBLIC_HOSTS')),
     ...(typeof workers === 'string' ? [workers] : []),
     // Whichever worker took the scrape would answer with its own counts only: the private listener sums them all.
     ...(typeof workers === 'number' && workers > 1 && e.GATEWAY_METRICS_ON_MAIN_LISTENER
@@ -159,7 +161,7 @@ export function loadGatewayConfig (env: Record<string, string | undefined> = pro
       ...(e.REDIS_CLUSTER_NODES !== undefined ? { redisClusterNodes: e.REDIS_CLUSTER_NODES.split(',').map((node) => node.trim()) } : {}),
       bufferedBodiesMaxBytes: listeners.bufferedBodiesMaxBytes,
       ...(anonymous !== undefined ? { anonymousPolicies: anonymous as NonNullable<GatewayOptionsInput['anonymousPolicies']> } : {}),
-      ...(e.GATEWAY_PUBLIC_HOSTS !== undefined ? { publicHosts: listOf(e.GATEWAY_PUBLIC_HOSTS) } : {}),
+      ...(publicHosts !== undefined ? { publicHosts } : {}),
       ...(e.GATEWAY_ALLOWED_UNUSUAL_HEADERS !== undefined
         ? { allowedUnusualHeaders: listOf(e.GATEWAY_ALLOWED_UNUSUAL_HEADERS) }
         : {})

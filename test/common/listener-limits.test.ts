@@ -9,7 +9,7 @@ import { configProblems } from '../helpers/config-problems.js'
 
 const TOKENS = { IDENTITY_ADMIN_TOKEN: 'a'.repeat(32), IDENTITY_SERVICE_TOKEN: 's'.repeat(32) }
 
-const services: Array<[string, string, (env: Record<string, string>) => { timeouts?: unknown }]> = [
+const services: Array<[string, string, (env: Record<string, string>) => { timeouts?: unknown, unreadBodies?: unknown }]> = [
   ['gateway', 'GATEWAY', (env) => loadGatewayConfig({ ...TOKENS, ...env })],
   ['identity', 'IDENTITY', (env) => loadIdentityConfig({ ...TOKENS, ...env })],
   ['upstream-mock', 'UPSTREAM_MOCK', (env) => loadUpstreamMockConfig(env)]
@@ -24,6 +24,15 @@ for (const [name, prefix, load] of services) {
       [`${prefix}_HEADERS_TIMEOUT_MS: must not exceed ${prefix}_REQUEST_TIMEOUT_MS (5000 > 1000)`])
     t.match(configProblems(() => load({ [`${prefix}_REQUEST_TIMEOUT_MS`]: '0' })).join('\n'), new RegExp(`${prefix}_REQUEST_TIMEOUT_MS: must be >= 100`), 'no timeout cannot be configured away')
     t.match(configProblems(() => load({ [`${prefix}_BUFFERED_BODIES_MAX_BYTES`]: '1000' })).join('\n'), new RegExp(`${prefix}_BUFFERED_BODIES_MAX_BYTES: must be >= 65536`))
+  })
+
+  t.test(`${name}: what is read of a body a refusal left unread, and of a connection closed after its answer`, async (t) => {
+    t.same(load({}).unreadBodies, { drainMaxBytes: 65_536, lingerMs: 5_000, lingerMaxBytes: 16 * 1_048_576 }, 'defaults')
+    t.same(load({ [`${prefix}_UNREAD_BODY_DRAIN_MAX_BYTES`]: '0', [`${prefix}_LINGER_MS`]: '250', [`${prefix}_LINGER_MAX_BYTES`]: '1024' }).unreadBodies,
+      { drainMaxBytes: 0, lingerMs: 250, lingerMaxBytes: 1_024 }, 'from the environment')
+    t.match(configProblems(() => load({ [`${prefix}_LINGER_MS`]: '600000' })).join('\n'), new RegExp(`${prefix}_LINGER_MS: must be <= 60000`), 'a connection is never held open for long')
+    t.match(configProblems(() => load({ [`${prefix}_LINGER_MAX_BYTES`]: 'lots' })).join('\n'), new RegExp(`${prefix}_LINGER_MAX_BYTES: `), 'the bad field is named')
+    t.match(configProblems(() => load({ [`${prefix}_UNREAD_BODY_DRAIN_MAX_BYTES`]: '-1' })).join('\n'), new RegExp(`${prefix}_UNREAD_BODY_DRAIN_MAX_BYTES: must be >= 0`))
   })
 }
 

@@ -49,6 +49,19 @@ t.test('the environment is validated, naming every bad variable', async (t) => {
     ['x_legacy_id', 'X.Trace'], 'GATEWAY_ALLOWED_UNUSUAL_HEADERS: a comma list, trimmed')
 })
 
+t.test('GATEWAY_PUBLIC_HOSTS: a comma list of host[:port], each checked at start and named when bad', async (t) => {
+  const hosts = (value: string): unknown => loadGatewayConfig({ IDENTITY_SERVICE_TOKEN: TOKEN, GATEWAY_PUBLIC_HOSTS: value }).plugin.publicHosts
+  t.notOk('publicHosts' in loadGatewayConfig({ IDENTITY_SERVICE_TOKEN: TOKEN }).plugin, 'unset: any well-formed Host is served')
+  t.same(hosts(' api.example.com, api.example.com:8443 ,[::1]:3000'), ['api.example.com', 'api.example.com:8443', '[::1]:3000'], 'trimmed, ports and IPv6 literals kept')
+  const problems = (value: string): string[] => { try { hosts(value) } catch (err) { return (err as ConfigError).problems } return [] }
+  t.same(problems(' , '), ['GATEWAY_PUBLIC_HOSTS: must name at least one host[:port] (unset it to serve any Host)'], 'an empty list is not "serve nothing" by accident')
+  for (const [bad, index] of [['api.example.com:99999', 0], ['good.example, bad_host!', 1], ['api.example.com/path', 0], ['user@api.example.com', 0]] as const) {
+    const found = problems(bad)
+    t.equal(found.length, 1, `${JSON.stringify(bad)} is refused`)
+    t.match(found[0], new RegExp(`^GATEWAY_PUBLIC_HOSTS\\[${index}\\]: .* is not a host\\[:port\\]`), 'naming the variable and the item')
+  }
+})
+
 t.test('GATEWAY_WORKERS: 1 by default, a positive count, or auto for one per core; anything else is refused naming the value', async (t) => {
   const workers = (value?: string): number => loadGatewayConfig({ IDENTITY_SERVICE_TOKEN: TOKEN, ...(value !== undefined ? { GATEWAY_WORKERS: value } : {}) }).workers
   t.equal(workers(), 1, 'unset: one process')
