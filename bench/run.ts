@@ -11,7 +11,7 @@ import { describeMachine } from './machine.js'
 import type { MicroOutput } from './micro/inflection.js'
 import { memoryOf } from './processes/proc-stats.js'
 import { formatRun } from './rounds.js'
-import type { BenchResult, MemoryResult } from './report/types.js'
+import type { BenchResult, MemoryResult, ScenarioResult } from './report/types.js'
 import { renderReadmeSummary, replaceReadmeBlock } from './report/summary.js'
 import { LATEST_NAME, writeReports } from './report/write.js'
 import { bodySizes } from './scenarios/body-sizes.js'
@@ -25,6 +25,7 @@ import { rateLimitLocal } from './scenarios/rate-limit-local.js'
 import { rateLimitManyKeys } from './scenarios/rate-limit-many-keys.js'
 import { rateLimitRedis } from './scenarios/rate-limit-redis.js'
 import { realistic } from './scenarios/realistic.js'
+import { websocketEcho } from './scenarios/websocket.js'
 import { workers } from './scenarios/workers.js'
 import { defaultSettings, MAX_LIMITED_KEYS_IN_TRAFFIC, type RunSettings } from './settings.js'
 import { startStack, type Stack } from './stack.js'
@@ -53,6 +54,7 @@ interface Flags {
   cpuProf?: string
   requests?: number
   microBudget?: number
+  only?: string[]
 }
 
 function positive (integer: boolean) {
@@ -88,9 +90,21 @@ function parseFlags (): Flags {
     .option('--readme', 'replace the results block of README.md with this run\'s table', false)
     .option('--requests <n>', 'send n requests per load run instead of running for --duration: a check that the harness works, not a measurement', positive(true))
     .option('--micro-budget <ms>', 'timed budget of the inflection micro-benchmark, its throughput cells (default 10000 with --quick, 60000 without)', positive(true))
+    .option('--only <steps>', `run only these steps, comma-separated (${STEP_NAMES.join(', ')}); the report then holds only their rows`, steps)
     .option('--cpu-prof <dir>', 'write a CPU profile of each gateway, the bare proxies and the node floor to <dir> (summarise: node dist-bench/bench/profile-summary.js <file>)')
     .parse()
     .opts<Flags>()
+}
+
+/** The bench's steps, in the order they run: `--only` names some of them. */
+const STEP_NAMES = ['routes', 'workers', 'overhead', 'sizes', 'many-keys', 'limit-redis', 'limit-local', 'limit-many-keys', 'websocket', 'realistic', 'flood', 'identity', 'micro'] as const
+type StepName = typeof STEP_NAMES[number]
+
+function steps (value: string): string[] {
+  const names = value.split(',').map((name) => name.trim()).filter((name) => name !== '')
+  const unknown = names.filter((name) => !(STEP_NAMES as readonly string[]).includes(name))
+  if (names.length === 0 || unknown.length > 0) throw new InvalidArgumentError(`unknown step ${unknown.join(', ') || '(none)'}; the steps are ${STEP_NAMES.join(', ')}.`)
+  return names
 }
 
 function settingsFrom (flags: Flags, loadGenerator: string): RunSettings {
@@ -210,34 +224,39 @@ async function main (): Promise<void> {
       say,
       rounds: { rounds: settings.rounds, durationSeconds: settings.durationSeconds, warmupSeconds: settings.warmupSeconds, say }
     }
-    say('[1/12] gateways warm-up')
+    const wanted = (step: StepName): boolean => flags.only === undefined || flags.only.includes(step)
+    // The warm-up, then each step that runs but the micro-benchmark (it runs after, in a process of its own).
+    const total = 1 + STEP_NAMES.filter((name) => name !== 'micro' && wanted(name)).length
+    let done = 1
+    /** Runs a step when it is wanted, numbered among the steps that run. */
+    const step = async <T>(name: StepName, title: string, run: () => Promise<T>): Promise<T | null> => {
+      if (!wanted(name)) return null
+      say(`[${++done}/${total}] ${title}`)
+      return await run()
+    }
+    say(`[1/${total}] gateways warm-up`)
     await warmGateways(ctx, Math.max(settings.warmupSeconds, settings.durationSeconds / 2))
     const warmupRssMiB = memoryOf(stack.gateway.pid).rssMiB
     say(`  gateway RSS after warm-up: ${warmupRssMiB.toFixed(1)} MiB`)
     // Routes and workers first, while the gateways compared have served the same
     // traffic: later, the 10-route one has run every other scenario.
-    say('[2/12] many routes')
-    const routes = await manyRoutes(ctx)
-    say('[3/12] gateway workers')
-    const twoWorkers = await workers(ctx)
-    say('[4/12] proxy overhead, 7 KB')
-    const scenarios = await proxyOverhead(ctx)
-    say('[5/12] body sizes, 1 KB and 30 KB, camel inflection at 30 KB')
-    scenarios.push(...await bodySizes(ctx))
-    say('[6/12] many keys')
-    scenarios.push(await manyKeys(ctx, { keysInIdentity: settings.keysInIdentity }), routes, twoWorkers)
-    say('[7/12] per-key rate limit, Redis')
-    scenarios.push(await rateLimitRedis(ctx))
-    say('[8/12] per-key rate limit, in process')
-    scenarios.push(await rateLimitLocal(ctx))
-    say('[9/12] many keys, each with its own rate limit')
-    scenarios.push(await rateLimitManyKeys(ctx))
-    say('[10/12] realistic upstream')
-    result.realistic = [await realistic(ctx)]
-    say('[11/12] invalid-key flood')
-    result.flood = await flood(ctx, settings.flood)
-    say('[12/12] logins and refreshes')
-    result.identity = await identityRates(ctx)
+    const routes = await step('routes', 'many routes', async () => await manyRoutes(ctx))
+    const twoWorkers = await step('workers', 'gateway workers', async () => await workers(ctx))
+    const scenarios: ScenarioResult[] = []
+    const add = (found: ScenarioResult | ScenarioResult[] | null): void => { if (found !== null) scenarios.push(...[found].flat()) }
+    add(await step('overhead', 'proxy overhead, 7 KB', async () => await proxyOverhead(ctx)))
+    add(await step('sizes', 'body sizes, 1 KB and 30 KB, camel inflection at 30 KB', async () => await bodySizes(ctx)))
+    add(await step('many-keys', 'many keys', async () => await manyKeys(ctx, { keysInIdentity: settings.keysInIdentity })))
+    add(routes)
+    add(twoWorkers)
+    add(await step('limit-redis', 'per-key rate limit, Redis', async () => await rateLimitRedis(ctx)))
+    add(await step('limit-local', 'per-key rate limit, in process', async () => await rateLimitLocal(ctx)))
+    add(await step('limit-many-keys', 'many keys, each with its own rate limit', async () => await rateLimitManyKeys(ctx)))
+    add(await step('websocket', 'WebSocket echo', async () => await websocketEcho(ctx)))
+    const realisticRun = await step('realistic', 'realistic upstream', async () => await realistic(ctx))
+    if (realisticRun !== null) result.realistic = [realisticRun]
+    result.flood = await step('flood', 'invalid-key flood', async () => await flood(ctx, settings.flood))
+    result.identity = await step('identity', 'logins and refreshes', async () => await identityRates(ctx))
     result.memory = memoryVerdict(warmupRssMiB, stack)
     say(`  gateway RSS: ${result.memory.finalRssMiB.toFixed(1)} MiB after the run, peak ${result.memory.peakRssMiB.toFixed(1)} MiB`)
     result.scenarios = scenarios
@@ -246,8 +265,9 @@ async function main (): Promise<void> {
     await driver.close()
     await stack.close()
   }
-  say('inflection micro-benchmark')
-  const { micro, inflectionStream } = await runMicro(flags.quick, flags.microBudget)
+  const { micro, inflectionStream } = flags.only === undefined || flags.only.includes('micro')
+    ? (say('inflection micro-benchmark'), await runMicro(flags.quick, flags.microBudget))
+    : { micro: [], inflectionStream: null }
   const { warmupSeconds: _w, flood: _f, mockUsers: _m, limitedKeysInTraffic: _l, ...reported } = settings
   const complete: BenchResult = {
     version: 2,

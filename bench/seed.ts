@@ -46,7 +46,8 @@ export async function seedIdentity (env: Record<string, string>, options: { many
   const db = openDatabase(config.databasePath)
   try {
     const services = await createIdentityServices(config, { db, events: createMemoryEventBus(), clock: systemClock })
-    await services.roles.set('reader', BENCH_PERMISSIONS)
+    // The bench user's requests are counted against a per-user limit far above the load, as in production.
+    await services.roles.set('reader', BENCH_PERMISSIONS, [{ ...BENCH_RATE_POLICY, name: 'bench-user-limit', partition: 'user' }])
     const user = { email: 'bench@example.com', password: randomBytes(16).toString('base64url') }
     await services.users.create({ ...user, roles: ['reader'] })
     const expiresAt = systemClock.now() + DAY_MS

@@ -73,6 +73,8 @@ export interface Stack {
   bare: Service
   /** The same bare proxy, to upstream-mock. */
   bareToMock: Service
+  /** The same bare proxy with its WebSocket support on, to the static upstream. */
+  bareWebSocket: Service
   /** nginx proxy_pass to the static upstream. */
   nginx: Service | null
   nginxVersion: string | null
@@ -202,6 +204,7 @@ export async function startStack (options: StackOptions): Promise<Stack> {
     const floor = await startNodeBaseline('node-floor', 'bench/baselines/node-floor.js', (port) => ({ NODE_FLOOR_PORT: String(port), NODE_FLOOR_UPSTREAM: upstream.url }))
     const bare = await startNodeBaseline('bare-proxy', 'bench/baselines/bare-proxy.js', (port) => ({ BARE_PROXY_PORT: String(port), BARE_PROXY_UPSTREAM: upstream.url }))
     const bareToMock = await startNodeBaseline('bare-proxy-mock', 'bench/baselines/bare-proxy.js', (port) => ({ BARE_PROXY_PORT: String(port), BARE_PROXY_UPSTREAM: mock.url }))
+    const bareWebSocket = await startNodeBaseline('bare-proxy-websocket', 'bench/baselines/bare-proxy.js', (port) => ({ BARE_PROXY_PORT: String(port), BARE_PROXY_UPSTREAM: upstream.url, BARE_PROXY_WEBSOCKET: '1' }))
 
     let nginx: Service | null = null
     let version: string | null = null
@@ -234,6 +237,7 @@ export async function startStack (options: StackOptions): Promise<Stack> {
       floor,
       bare,
       bareToMock,
+      bareWebSocket,
       nginx,
       nginxVersion: version,
       accounts,

@@ -14,6 +14,9 @@ export function staticUsersPath (size: PageSize = DEFAULT_PAGE_SIZE): string {
   return `${BENCH_PATH}?size=${size}`
 }
 
+/** The WebSocket route, to the static upstream's echo at /ws. */
+export const WEBSOCKET_PATH = '/ws'
+
 /** Where the gateways route upstream-mock's GET /users (the prefix is taken off upstream). */
 export const MOCK_PREFIX = '/mock'
 
@@ -33,14 +36,15 @@ function routesOf (resource: string, prefix = ''): Route[] {
 
 /**
  * An upstreams file with `routes` routes in all (10 or 1000): GET /users and its
- * neighbours on the static upstream, GET /mock/users on upstream-mock, and beyond
+ * neighbours on the static upstream, its WebSocket echo, GET /mock/users on upstream-mock, and beyond
  * those, routes spread over upstreams of 50 routes each, with their own prefixes,
  * parameters and the usual verbs, as a large back office would declare them (they
  * point at the static upstream and are never called).
  */
 export function upstreamsDocument (targets: { static: string, mock: string }, routes: number): object {
   const mock = { name: 'realistic', target: targets.mock, prefix: MOCK_PREFIX, keyCase: 'snake', routes: [routesOf('users')[0] as Route] }
-  const first = { name: 'backoffice', target: targets.static, keyCase: 'snake', routes: [...routesOf('users'), ...routesOf('tasks')].slice(0, Math.min(9, routes - 1)) }
+  const websocket = { method: 'GET', path: WEBSOCKET_PATH, permission: 'users:list', websocket: true }
+  const first = { name: 'backoffice', target: targets.static, keyCase: 'snake', routes: [websocket, ...[...routesOf('users'), ...routesOf('tasks')].slice(0, Math.min(8, routes - 2))] }
   const upstreams: object[] = [first, mock]
   let remaining = routes - first.routes.length - mock.routes.length
   for (let u = 1; remaining > 0; u++) {

@@ -3,6 +3,7 @@ import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
 import { stopChild } from '../processes/service.js'
 import type { LoadJob, LoadOutcome } from './job.js'
+import { runWebSocketLoad } from './websocket.js'
 import { runWrk, wrkCanRun, type WrkOptions } from './wrk.js'
 
 type Reply = { ok: true, outcome: LoadOutcome } | { ok: false, error: string }
@@ -35,6 +36,7 @@ export class LoadDriver {
   }
 
   async run (job: LoadJob): Promise<LoadOutcome> {
+    if (job.websocketMessage !== undefined) return await runWebSocketLoad(job)
     if (this.generatorFor(job) === 'wrk') return await runWrk(this.options.wrk as WrkOptions, job)
     const answer = once(this.child, 'message') as Promise<[Reply]>
     const requests = this.options.requestsPerRun

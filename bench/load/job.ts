@@ -27,6 +27,8 @@ export interface LoadJob {
    * code (wrk counts only "≥ 400"), or compares this job with one only autocannon runs.
    */
   autocannonOnly?: boolean
+  /** A WebSocket echo run (load/websocket.ts): each connection sends this message and waits for its echo, again and again. */
+  websocketMessage?: string
 }
 
 export interface TokenSet { access_token: string, refresh_token: string }

@@ -1,10 +1,11 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import { WebSocketServer } from 'ws'
 import { DEFAULT_PAGE_SIZE, PAGE_SIZES, pageOfSize, type PageSize } from './pages.js'
 
 /**
  * The throughput scenarios' upstream: plain node:http, no framework, its own process,
  * answering `GET /users?size=1k|7k|30k` (7k without `size`) with a body built once at
- * start. The mock builds every page per request and saturates long before a proxy in
+ * start, and a WebSocket echo at /ws. The mock builds every page per request and saturates long before a proxy in
  * front of it does, so every proxy measured against it looks alike; this one costs
  * little more than the write, so a proxy in front of it is the bottleneck it should be.
  * The bench checks that it is (direct ÷ bare proxy, the headroom check).
@@ -49,6 +50,9 @@ const server = createServer((req: IncomingMessage, res: ServerResponse) => {
 // connection closed under them would show up as an error in the next run.
 server.keepAliveTimeout = 120_000
 server.headersTimeout = 121_000
+// The WebSocket scenario's upstream: every message echoed as it came.
+const echo = new WebSocketServer({ server, path: '/ws' })
+echo.on('connection', (socket) => { socket.on('message', (data, binary) => { socket.send(data, { binary }) }) })
 server.listen(port, '127.0.0.1')
 process.on('SIGTERM', () => {
   server.closeAllConnections()
