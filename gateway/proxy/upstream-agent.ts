@@ -1,15 +1,9 @@
 import { Agent, Pool, type Dispatcher } from 'undici'
 import { dispatchDeadline } from '../dispatch-deadline.js'
+import type { UpstreamPoolSettings } from '../routing/live-table.js'
 
 /** How long an idle pooled connection to an upstream is kept. */
 const KEEP_ALIVE_TIMEOUT_MS = 10_000
-
-export interface UpstreamPoolSettings {
-  /** Connect timeout of the upstream at that origin. */
-  connectTimeoutMs: number
-  /** Its pool of connections. */
-  connections: number
-}
 
 /**
  * The gateway's connections to its upstreams (undici): one pool per origin, sized and

@@ -4,9 +4,16 @@ import type { FastifyBaseLogger } from 'fastify'
 import { ConfigError } from '../../common/config.js'
 import { loadUpstreamsFile, parseUpstreams } from './load.js'
 import { buildRouteTable } from './route-table.js'
-import type { UpstreamPoolSettings } from '../proxy/upstream-agent.js'
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_UPSTREAM_CONNECTIONS } from './schema.js'
 import type { RouteTable, UpstreamsConfig } from './types.js'
+
+/** The pool an origin's connections get: what the upstream's config says of them. */
+export interface UpstreamPoolSettings {
+  /** Connect timeout of the upstream at that origin. */
+  connectTimeoutMs: number
+  /** Its pool of connections. */
+  connections: number
+}
 
 export interface LiveRouteTableOptions {
   /** Where the upstreams come from: a file, read again on each reload, or the config itself. */
