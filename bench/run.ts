@@ -216,6 +216,7 @@ async function main (): Promise<void> {
     wrk: generator.wrk !== null ? { binary: generator.wrk, threads: flags.wrkThreads, scratchDir: stack.dir } : null
   })
   const result: Partial<BenchResult> = {}
+  const wanted = (step: StepName): boolean => flags.only === undefined || flags.only.includes(step)
   try {
     const ctx: BenchContext = {
       stack,
@@ -224,7 +225,6 @@ async function main (): Promise<void> {
       say,
       rounds: { rounds: settings.rounds, durationSeconds: settings.durationSeconds, warmupSeconds: settings.warmupSeconds, say }
     }
-    const wanted = (step: StepName): boolean => flags.only === undefined || flags.only.includes(step)
     // The warm-up, then each step that runs but the micro-benchmark (it runs after, in a process of its own).
     const total = 1 + STEP_NAMES.filter((name) => name !== 'micro' && wanted(name)).length
     let done = 1
@@ -265,7 +265,7 @@ async function main (): Promise<void> {
     await driver.close()
     await stack.close()
   }
-  const { micro, inflectionStream } = flags.only === undefined || flags.only.includes('micro')
+  const { micro, inflectionStream } = wanted('micro')
     ? (say('inflection micro-benchmark'), await runMicro(flags.quick, flags.microBudget))
     : { micro: [], inflectionStream: null }
   const { warmupSeconds: _w, flood: _f, mockUsers: _m, limitedKeysInTraffic: _l, ...reported } = settings
