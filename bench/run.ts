@@ -289,7 +289,7 @@ async function main (): Promise<void> {
   for (const s of complete.scenarios) {
     const verdict = !s.valid ? 'INVALID' : s.met === null ? '·' : s.met ? 'met   ' : 'MISSED'
     const headroom = s.headroom !== null ? `, headroom ${s.headroom.toFixed(1)}×` : ''
-    say(`  ${verdict} ${s.title}: ${s.throughputRatio.toFixed(2)}×, CPU ${s.cpuRatio.toFixed(2)}× (${s.target.description})${headroom}`)
+    say(`  ${verdict} ${s.title}: ${s.throughputRatio.toFixed(2)}×, ${Number.isFinite(s.cpuRatio) ? `CPU ${s.cpuRatio.toFixed(2)}× ` : ''}(${s.target.description})${headroom}`)
   }
   if (flags.readme) {
     const readmePath = `${REPO_ROOT}README.md`
