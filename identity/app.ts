@@ -8,6 +8,7 @@ import type { IdentityConfig } from './config.js'
 import { createIdentityMetrics } from './observability/metrics.js'
 import { trustEveryoneWarning, warnOnUntrustedForwarding } from './observability/untrusted-forwarding.js'
 import { IDENTITY_ADMIN_DOCUMENTATION, IDENTITY_PUBLIC_DOCUMENTATION, PUBLIC_ROUTE_PLUGINS } from './openapi.js'
+import { bindAuditContext } from './routes/audit-context.js'
 import { guardAdminListener } from './routes/admin/credential-guard.js'
 import { adminApiKeyRoutes } from './routes/admin/api-keys.js'
 import { metricsRoutes } from './routes/admin/metrics.js'
@@ -116,6 +117,8 @@ export async function buildIdentity (config: IdentityConfig, options: BuildIdent
   }
 
   // Documentation first: it collects the routes registered after it.
+  bindAuditContext(publicApp as unknown as FastifyInstance)
+  bindAuditContext(adminApp as unknown as FastifyInstance)
   await registerDocumentation(publicApp as unknown as FastifyInstance, IDENTITY_PUBLIC_DOCUMENTATION)
   for (const routes of PUBLIC_ROUTE_PLUGINS) await publicApp.register(routes, { services })
 

@@ -25,6 +25,7 @@ export const IdentityEnvSchema = Type.Object({
   IDENTITY_SIGNING_ALG: Type.Enum(ACCESS_TOKEN_ALGORITHMS, { default: 'EdDSA', description: 'Algorithm of new signing keys (each key keeps its own).' }),
   IDENTITY_SIGNING_KEY_ENCRYPTION_KEY: Type.Optional(Type.String({ minLength: 32, description: 'Encrypts signing private keys at rest (AES-256-GCM, key derived by HKDF). Unset: stored unencrypted; set it in production from a Secret (openssl rand -hex 32).' })),
   IDENTITY_SIGNING_KEY_ENCRYPTION_KEY_PREVIOUS: Type.Optional(Type.String({ minLength: 32, description: 'The former IDENTITY_SIGNING_KEY_ENCRYPTION_KEY while changing it: keys it encrypted are re-encrypted with the new one at start. Unset once every process runs the new key.' })),
+  IDENTITY_SIGNING_KEY_ENCRYPTION: Type.Enum(['on', 'off'] as const, { default: 'on', description: 'on: identity refuses to start without IDENTITY_SIGNING_KEY_ENCRYPTION_KEY, so signing private keys are never stored in clear; off: stored unencrypted (tests, throwaway setups only).' }),
   IDENTITY_REFRESH_IDLE_SECONDS: Type.Integer({ minimum: 60, default: 1_209_600, description: 'A refresh token unused this long expires (14 days).' }),
   IDENTITY_SESSION_MAX_SECONDS: Type.Integer({ minimum: 600, default: 2_592_000, description: 'Absolute session lifetime (30 days).' }),
   IDENTITY_REFRESH_REUSE_GRACE_SECONDS: Type.Integer({ minimum: 0, maximum: 60, default: 0, description: 'Reuse of a just-rotated refresh token within this window is refused without revoking the session (0: every reuse revokes).' }),
@@ -37,6 +38,11 @@ export const IdentityEnvSchema = Type.Object({
   IDENTITY_LOGIN_THROTTLE_WINDOW_SECONDS: Type.Integer({ minimum: 1, default: 900, description: 'Length of the throttling window.' }),
   IDENTITY_API_KEY_MAX_LIFETIME_DAYS: Type.Integer({ minimum: 0, default: 0, description: 'Longest allowed key lifetime; keys without expiry get it. 0: no maximum.' }),
   IDENTITY_API_KEY_ROTATION_GRACE_SECONDS: Type.Integer({ minimum: 0, default: 86_400, description: 'Default time the old secret keeps working after a rotation (24 h).' }),
+  IDENTITY_SELF_SERVICE_KEY_MAX_LIFETIME_DAYS: Type.Integer({ minimum: 1, maximum: 3650, default: 90, description: 'Longest lifetime of a key its owner makes through /me/keys (a role may set its own); self-service keys always expire.' }),
+  IDENTITY_SELF_SERVICE_MAX_KEYS: Type.Integer({ minimum: 1, default: 25, description: 'Most active keys one user may hold.' }),
+  IDENTITY_SELF_SERVICE_KEY_CHANGES_PER_HOUR: Type.Integer({ minimum: 1, default: 30, description: 'Key creations and rotations one user may make through /me/keys per hour (sliding window, on the traffic engine).' }),
+  IDENTITY_AUDIT_RETENTION_DAYS: Type.Integer({ minimum: 0, default: 400, description: 'Audit records older than this are pruned (the chain still verifies from the last pruned record). 0: kept forever.' }),
+  IDENTITY_USAGE_RETENTION_DAYS: Type.Integer({ minimum: 1, default: 90, description: 'Hourly key usage buckets older than this are forgotten.' }),
   IDENTITY_BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 1_048_576, description: 'Largest accepted request body on the admin/internal listener (1 MiB).' }),
   IDENTITY_PUBLIC_BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, maximum: 1_048_576, default: 8_192, description: 'Largest accepted request body on the public listener: login, refresh and logout need a few hundred bytes (8 KiB).' }),
   ...listenerEnvProperties('IDENTITY', "identity's two listeners"),
@@ -84,6 +90,11 @@ export interface IdentityCoreConfig {
   loginThrottle: { enabled: boolean, maxFailuresPerEmail: number, maxFailuresPerIp: number, windowSeconds: number }
   apiKeyMaxLifetimeDays: number
   apiKeyRotationGraceSeconds: number
+  /** False only when IDENTITY_SIGNING_KEY_ENCRYPTION is off: then the key may be absent. */
+  signingKeyEncryptionRequired: boolean
+  selfService: { keyMaxLifetimeDays: number, maxKeys: number, keyChangesPerHour: number }
+  auditRetentionDays: number
+  usageRetentionDays: number
   /** Body limit of the admin/internal listener. */
   bodyLimitBytes: number
   /** Body limit of the public listener (login, refresh, logout). */
@@ -152,6 +163,14 @@ function coreConfig (e: IdentityCliEnv): IdentityCoreConfig {
     },
     apiKeyMaxLifetimeDays: e.IDENTITY_API_KEY_MAX_LIFETIME_DAYS,
     apiKeyRotationGraceSeconds: e.IDENTITY_API_KEY_ROTATION_GRACE_SECONDS,
+    signingKeyEncryptionRequired: e.IDENTITY_SIGNING_KEY_ENCRYPTION === 'on',
+    selfService: {
+      keyMaxLifetimeDays: e.IDENTITY_SELF_SERVICE_KEY_MAX_LIFETIME_DAYS,
+      maxKeys: e.IDENTITY_SELF_SERVICE_MAX_KEYS,
+      keyChangesPerHour: e.IDENTITY_SELF_SERVICE_KEY_CHANGES_PER_HOUR
+    },
+    auditRetentionDays: e.IDENTITY_AUDIT_RETENTION_DAYS,
+    usageRetentionDays: e.IDENTITY_USAGE_RETENTION_DAYS,
     bodyLimitBytes: e.IDENTITY_BODY_LIMIT_BYTES,
     publicBodyLimitBytes: e.IDENTITY_PUBLIC_BODY_LIMIT_BYTES,
     timeouts: listeners.timeouts,

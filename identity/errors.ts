@@ -29,7 +29,12 @@ export const IdentityProblems = {
   keyRevoked: defineProblem('key_revoked', 409, 'API key revoked', 'API key %s is revoked and cannot change.'),
   keyLifetimeTooLong: defineProblem('key_lifetime_too_long', 400, 'Expiry too far', 'expires_at is beyond the maximum key lifetime of %s days.'),
   expiryInPast: defineProblem('expiry_in_past', 400, 'Expiry in the past', 'expires_at must be in the future.'),
-  sessionNotFound: defineProblem('session_not_found', 404, 'Session not found', 'No session has id %s.')
+  sessionNotFound: defineProblem('session_not_found', 404, 'Session not found', 'No session has id %s.'),
+  adminForbidden: defineProblem('admin_forbidden', 403, 'Operator permission required', 'This operation requires the %s permission.'),
+  permissionNotHeld: defineProblem('permission_not_held', 403, 'Permission not held', 'You do not hold %s: a key cannot grant more than its owner holds.'),
+  keyLimitReached: defineProblem('key_limit_reached', 409, 'Key limit reached', 'You hold %s active keys, the most allowed; revoke one first.'),
+  keyChangesThrottled: defineProblem('key_changes_throttled', 429, 'Too many key changes', 'Too many key creations or rotations; retry after %s seconds.'),
+  sessionIsCurrent: defineProblem('session_is_current', 409, 'Current session', 'This is the session of the presented token; log out to end it.')
 } as const
 
 /** Details identity gives with the shared AuthProblems (common/problem.ts has those both services give). */

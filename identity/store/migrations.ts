@@ -157,6 +157,66 @@ const MIGRATIONS: ReadonlyArray<{ version: number, name: string, sql: string }> 
       ) STRICT;
       CREATE INDEX quota_usage_batches_by_applied_at ON quota_usage_batches(applied_at);
     `
+  },
+  {
+    version: 5,
+    name: 'back office: audit trail, hourly key usage, key origin, self-service lifetimes',
+    // The audit trail is a hash chain (identity/services/audit.ts): each record's hash covers
+    // the previous one's, so an edited, deleted or reordered row breaks it at that seq.
+    // Pruning moves the anchor (the last pruned record's seq and hash), from which the
+    // remaining chain verifies. Records are never updated: a trigger refuses it.
+    // Key usage is kept per key and hour, by outcome, as the gateways report it.
+    sql: `
+      CREATE TABLE audit_log (
+        seq               INTEGER PRIMARY KEY,  -- 1, 2, 3… in the order written; never reused
+        id                TEXT NOT NULL UNIQUE,
+        at                INTEGER NOT NULL,
+        action            TEXT NOT NULL,        -- e.g. key.create, user.disable, login
+        outcome           TEXT NOT NULL,        -- success | failure
+        error_code        TEXT,                 -- the problem code of a failure
+        actor_type        TEXT NOT NULL,        -- user | admin_token | cli | system | anonymous
+        actor_id          TEXT,
+        source_ip         TEXT,
+        source_user_agent TEXT,
+        request_id        TEXT,
+        target_type       TEXT,
+        target_id         TEXT,
+        target_name       TEXT,
+        changes           TEXT,                 -- JSON {before, after}; never a secret, a hash of one, or a password
+        prev_hash         TEXT NOT NULL,
+        hash              TEXT NOT NULL         -- SHA-256 hex over prev_hash and the record's canonical JSON (RFC 8785)
+      ) STRICT;
+      CREATE INDEX audit_log_by_at ON audit_log(at);
+      CREATE INDEX audit_log_by_actor ON audit_log(actor_type, actor_id);
+      CREATE INDEX audit_log_by_target ON audit_log(target_type, target_id);
+      CREATE INDEX audit_log_by_action ON audit_log(action);
+      CREATE TRIGGER audit_log_append_only BEFORE UPDATE ON audit_log
+        BEGIN SELECT RAISE(ABORT, 'audit records are append-only'); END;
+
+      CREATE TABLE audit_anchor (
+        id        INTEGER PRIMARY KEY CHECK (id = 1),
+        seq       INTEGER NOT NULL,             -- the last pruned record
+        hash      TEXT NOT NULL,
+        pruned_at INTEGER NOT NULL
+      ) STRICT;
+
+      CREATE TABLE key_usage_hourly (
+        key_id          TEXT NOT NULL REFERENCES api_keys(id) ON DELETE CASCADE,
+        hour_start      INTEGER NOT NULL,       -- ms since the epoch, a whole UTC hour
+        allowed         INTEGER NOT NULL DEFAULT 0,
+        forbidden       INTEGER NOT NULL DEFAULT 0,
+        rate_limited    INTEGER NOT NULL DEFAULT 0,
+        quota_exhausted INTEGER NOT NULL DEFAULT 0,
+        upstream_error  INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (key_id, hour_start)
+      ) STRICT, WITHOUT ROWID;
+      CREATE INDEX key_usage_hourly_by_hour ON key_usage_hourly(hour_start);
+
+      -- admin (admin API), cli, self_service (the key's owner through /me/keys), seed.
+      ALTER TABLE api_keys ADD COLUMN origin TEXT NOT NULL DEFAULT 'admin';
+      -- The longest lifetime a holder of the role may give a self-service key; null: the default.
+      ALTER TABLE roles ADD COLUMN key_max_lifetime_days INTEGER;
+    `
   }
 ]
 
