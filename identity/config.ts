@@ -23,7 +23,7 @@ export const IdentityEnvSchema = Type.Object({
   IDENTITY_ISSUER: Type.String({ minLength: 1, default: 'portier-identity', description: 'The `iss` of access tokens.' }),
   IDENTITY_AUDIENCE: Type.String({ minLength: 1, default: 'portier-gateway', description: 'The `aud` of access tokens.' }),
   IDENTITY_SIGNING_ALG: Type.Enum(ACCESS_TOKEN_ALGORITHMS, { default: 'EdDSA', description: 'Algorithm of new signing keys (each key keeps its own).' }),
-  IDENTITY_SIGNING_KEY_ENCRYPTION_KEY: Type.Optional(Type.String({ minLength: 32, description: 'Encrypts signing private keys at rest (AES-256-GCM, key derived by HKDF). Unset: stored unencrypted; set it in production from a Secret (openssl rand -hex 32).' })),
+  IDENTITY_SIGNING_KEY_ENCRYPTION_KEY: Type.Optional(Type.String({ minLength: 32, description: 'Encrypts signing private keys at rest (AES-256-GCM, key derived by HKDF). Required unless IDENTITY_SIGNING_KEY_ENCRYPTION is off; set it from a Secret (openssl rand -hex 32), the same in every identity process and the CLI.' })),
   IDENTITY_SIGNING_KEY_ENCRYPTION_KEY_PREVIOUS: Type.Optional(Type.String({ minLength: 32, description: 'The former IDENTITY_SIGNING_KEY_ENCRYPTION_KEY while changing it: keys it encrypted are re-encrypted with the new one at start. Unset once every process runs the new key.' })),
   IDENTITY_SIGNING_KEY_ENCRYPTION: Type.Enum(['on', 'off'] as const, { default: 'on', description: 'on: identity refuses to start without IDENTITY_SIGNING_KEY_ENCRYPTION_KEY, so signing private keys are never stored in clear; off: stored unencrypted (tests, throwaway setups only).' }),
   IDENTITY_REFRESH_IDLE_SECONDS: Type.Integer({ minimum: 60, default: 1_209_600, description: 'A refresh token unused this long expires (14 days).' }),
@@ -60,6 +60,11 @@ type IdentityEnv = Static<typeof IdentityEnvSchema>
 export const IdentityCliEnvSchema = Type.Omit(IdentityEnvSchema, ['IDENTITY_ADMIN_TOKEN', 'IDENTITY_SERVICE_TOKEN'])
 
 type IdentityCliEnv = Static<typeof IdentityCliEnvSchema>
+
+/** What identity (server and CLI) says when signing keys would be stored in clear by default. */
+export const SIGNING_KEY_ENCRYPTION_KEY_REQUIRED = 'IDENTITY_SIGNING_KEY_ENCRYPTION_KEY: is required: signing private keys are never stored in clear ' +
+  'unless IDENTITY_SIGNING_KEY_ENCRYPTION=off; generate one with `openssl rand -hex 32` and give the same value to every identity process and the CLI ' +
+  '(npm start generates and keeps one in credentials.json beside the database)'
 
 /** OWASP's argon2id equivalences all have memory × iterations ≥ 35840 KiB. */
 const OWASP_MIN_MEMORY_TIMES_ITERATIONS = 35_840
@@ -125,7 +130,10 @@ function coreConfig (e: IdentityCliEnv): IdentityCoreConfig {
   if (e.IDENTITY_ARGON2_MEMORY_KIB * e.IDENTITY_ARGON2_TIME_COST < OWASP_MIN_MEMORY_TIMES_ITERATIONS) {
     problems.push(`IDENTITY_ARGON2_MEMORY_KIB × IDENTITY_ARGON2_TIME_COST: must be at least ${OWASP_MIN_MEMORY_TIMES_ITERATIONS} (OWASP: 19456 KiB × 2, 12288 × 3, 9216 × 4 or 7168 × 5)`)
   }
-  if (e.IDENTITY_SIGNING_KEY_ENCRYPTION_KEY_PREVIOUS !== undefined && e.IDENTITY_SIGNING_KEY_ENCRYPTION_KEY === undefined) {
+  if (e.IDENTITY_SIGNING_KEY_ENCRYPTION === 'on' && e.IDENTITY_SIGNING_KEY_ENCRYPTION_KEY === undefined) {
+    // Whoever reads a file holding a private key in clear can sign tokens granting any permission.
+    problems.push(SIGNING_KEY_ENCRYPTION_KEY_REQUIRED)
+  } else if (e.IDENTITY_SIGNING_KEY_ENCRYPTION_KEY_PREVIOUS !== undefined && e.IDENTITY_SIGNING_KEY_ENCRYPTION_KEY === undefined) {
     // Re-encrypting with nothing would silently store the keys unencrypted again.
     problems.push('IDENTITY_SIGNING_KEY_ENCRYPTION_KEY_PREVIOUS: requires IDENTITY_SIGNING_KEY_ENCRYPTION_KEY (the new key)')
   }

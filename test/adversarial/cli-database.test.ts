@@ -8,6 +8,7 @@ import { tempDir } from '../helpers/temp.js'
 import { builtEntry, REPO_ROOT, startProcess } from '../helpers/process.js'
 import { freePort } from '../helpers/redis.js'
 import { nodeCommand } from '../helpers/node-command.js'
+import { WITH_SIGNING_KEY_ENCRYPTION } from '../helpers/signing-key-encryption.js'
 
 /**
  * The `portier` CLI never works on a database identity does not use: run from another
@@ -26,7 +27,7 @@ const RUN_TIMEOUT_MS = 30_000
 interface Run { code: number | null, stdout: string, stderr: string }
 
 async function portier (cwd: string, env: Record<string, string>, args: string[]): Promise<Run> {
-  const child = spawn(...nodeCommand([BIN, ...args]), { cwd, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
+  const child = spawn(...nodeCommand([BIN, ...args]), { cwd, env: { PATH: process.env.PATH ?? '', ...WITH_SIGNING_KEY_ENCRYPTION, ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString() })
@@ -130,6 +131,7 @@ t.test('the identity server initialises a missing or empty file, and refuses ano
     IDENTITY_DATABASE_PATH: path,
     IDENTITY_ADMIN_TOKEN: randomBytes(24).toString('hex'),
     IDENTITY_SERVICE_TOKEN: randomBytes(24).toString('hex'),
+    ...WITH_SIGNING_KEY_ENCRYPTION,
     LOG_LEVEL: 'info'
   })
   const foreign = join(dir, 'notes.db')

@@ -11,6 +11,7 @@ import { builtEntry, REPO_ROOT, startProcess } from '../helpers/process.js'
 import { startServerProcess } from '../helpers/process-stack.js'
 import { freePort } from '../helpers/redis.js'
 import { nodeCommand } from '../helpers/node-command.js'
+import { WITH_SIGNING_KEY_ENCRYPTION, WITHOUT_SIGNING_KEY_ENCRYPTION } from '../helpers/signing-key-encryption.js'
 
 /**
  * What a reader of identity's files gets, over real processes: nothing. The folder
@@ -119,6 +120,8 @@ t.test('an install from before: the next npm start adds the key, encrypts the ke
       IDENTITY_DATABASE_PATH: demo.databasePath,
       IDENTITY_ADMIN_TOKEN: tokens.adminToken,
       IDENTITY_SERVICE_TOKEN: tokens.serviceToken,
+      // An earlier version stored signing keys in clear: today that takes saying so.
+      ...WITHOUT_SIGNING_KEY_ENCRYPTION,
       LOG_LEVEL: 'info'
     },
     url: `http://127.0.0.1:${demo.env.IDENTITY_PORT as string}`,
@@ -159,6 +162,7 @@ t.test('identity as its own process: the folder it creates is 0700, its files 06
       IDENTITY_DATABASE_PATH: databasePath,
       IDENTITY_ADMIN_TOKEN: randomBytes(24).toString('hex'),
       IDENTITY_SERVICE_TOKEN: randomBytes(24).toString('hex'),
+      ...WITH_SIGNING_KEY_ENCRYPTION,
       LOG_LEVEL: 'info'
     },
     url: `http://127.0.0.1:${port}`,

@@ -12,6 +12,7 @@ import { watchEvents } from '../helpers/events.js'
 import { runPortierHere } from '../helpers/cli.js'
 import { REPO_ROOT } from '../helpers/repo-root.js'
 import { nodeCommand } from '../helpers/node-command.js'
+import { WITH_SIGNING_KEY_ENCRYPTION } from '../helpers/signing-key-encryption.js'
 
 /**
  * The ops CLI as operators run it: the compiled `bin/portier.js` in a child process,
@@ -67,12 +68,12 @@ const commandLine = (args: string[]): string => args.map((arg, i) => (args[i - 1
 function cliEnv (t: Parameters<typeof tempDir>[0], extra: Record<string, string> = {}): Record<string, string> {
   const path = join(tempDir(t, 'portier-cli-'), 'identity.db')
   openDatabase(path).close()
-  return { IDENTITY_DATABASE_PATH: path, ...extra }
+  return { IDENTITY_DATABASE_PATH: path, ...WITH_SIGNING_KEY_ENCRYPTION, ...extra }
 }
 
 /** An environment naming a database that does not exist. */
 function missingDatabaseEnv (t: Parameters<typeof tempDir>[0]): Record<string, string> {
-  return { IDENTITY_DATABASE_PATH: join(tempDir(t, 'portier-cli-'), 'identity.db') }
+  return { IDENTITY_DATABASE_PATH: join(tempDir(t, 'portier-cli-'), 'identity.db'), ...WITH_SIGNING_KEY_ENCRYPTION }
 }
 
 t.before(() => {

@@ -6,6 +6,7 @@ import { UsageError } from '../../cli/io.js'
 import { openDatabase } from '../../identity/store/database.js'
 import { runPortierHere, type CliRun } from '../helpers/cli.js'
 import { tempDir } from '../helpers/temp.js'
+import { WITH_SIGNING_KEY_ENCRYPTION } from '../helpers/signing-key-encryption.js'
 
 /**
  * Traffic policies on the command line: `--policy NAME:KIND:LIMIT[/WINDOW]:PARTITION[:open|closed]`
@@ -85,7 +86,7 @@ t.test('lists: absent is no change, --no-policies clears, one name twice or more
 function cliEnv (test: Parameters<typeof tempDir>[0]): Record<string, string> {
   const path = join(tempDir(test, 'portier-cli-'), 'identity.db')
   openDatabase(path).close()
-  return { IDENTITY_DATABASE_PATH: path }
+  return { IDENTITY_DATABASE_PATH: path, ...WITH_SIGNING_KEY_ENCRYPTION }
 }
 
 const json = (run: CliRun): any => JSON.parse(run.stdout)

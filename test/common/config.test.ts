@@ -4,6 +4,7 @@ import { validateConfig } from '../../common/config.js'
 import { loadGatewayConfig } from '../../gateway/config.js'
 import { loadIdentityCliConfig, loadIdentityConfig } from '../../identity/config.js'
 import { loadUpstreamMockConfig } from '../../upstream-mock/config.js'
+import { WITH_SIGNING_KEY_ENCRYPTION } from '../helpers/signing-key-encryption.js'
 
 /**
  * A resolved configuration is read by every part of its service: it is deep-frozen, so
@@ -16,7 +17,7 @@ function assertFrozen (t: Test, label: string, change: () => void, read: () => u
   t.equal(JSON.stringify(read()), before, `${label}: unchanged`)
 }
 
-const TOKENS = { IDENTITY_ADMIN_TOKEN: 'a'.repeat(32), IDENTITY_SERVICE_TOKEN: 's'.repeat(32) }
+const TOKENS = { IDENTITY_ADMIN_TOKEN: 'a'.repeat(32), IDENTITY_SERVICE_TOKEN: 's'.repeat(32), ...WITH_SIGNING_KEY_ENCRYPTION }
 /** A configuration as code that ignores its Readonly type would see it. */
 type Writable = Record<string, any>
 
@@ -43,7 +44,7 @@ t.test('identity, server and CLI', async (t) => {
   assertFrozen(t, 'argon2.memoryCost', () => { config.argon2.memoryCost = 1 }, () => config.argon2)
   assertFrozen(t, 'loginThrottle.enabled', () => { config.loginThrottle.enabled = false }, () => config.loginThrottle)
   assertFrozen(t, 'redis.nodes', () => { config.redis.nodes[0].port = 1 }, () => config.redis)
-  const cli = loadIdentityCliConfig({}) as Writable
+  const cli = loadIdentityCliConfig(WITH_SIGNING_KEY_ENCRYPTION) as Writable
   assertFrozen(t, 'CLI timeouts.requestMs', () => { cli.timeouts.requestMs = 1 }, () => cli.timeouts)
 })
 

@@ -4,10 +4,11 @@ import { loadGatewayConfig } from '../../gateway/config.js'
 import { loadIdentityConfig } from '../../identity/config.js'
 import { loadUpstreamMockConfig } from '../../upstream-mock/config.js'
 import { configProblems } from '../helpers/config-problems.js'
+import { WITH_SIGNING_KEY_ENCRYPTION } from '../helpers/signing-key-encryption.js'
 
 /** Every service reads its listener limits under the same names, with the same defaults and checks. */
 
-const TOKENS = { IDENTITY_ADMIN_TOKEN: 'a'.repeat(32), IDENTITY_SERVICE_TOKEN: 's'.repeat(32) }
+const TOKENS = { IDENTITY_ADMIN_TOKEN: 'a'.repeat(32), IDENTITY_SERVICE_TOKEN: 's'.repeat(32), ...WITH_SIGNING_KEY_ENCRYPTION }
 
 const services: Array<[string, string, (env: Record<string, string>) => { timeouts?: unknown, unreadBodies?: unknown }]> = [
   ['gateway', 'GATEWAY', (env) => loadGatewayConfig({ ...TOKENS, ...env })],

@@ -6,6 +6,7 @@ import { loadGatewayConfig } from '../../gateway/config.js'
 import { loadIdentityCliConfig, loadIdentityConfig } from '../../identity/config.js'
 import { freePort } from '../helpers/redis.js'
 import { configProblems } from '../helpers/config-problems.js'
+import { WITH_SIGNING_KEY_ENCRYPTION } from '../helpers/signing-key-encryption.js'
 
 /**
  * Where Redis is: REDIS_URL (one server) or REDIS_CLUSTER_NODES (a Redis Cluster's
@@ -14,7 +15,7 @@ import { configProblems } from '../helpers/config-problems.js'
  */
 
 const GATEWAY = { IDENTITY_SERVICE_TOKEN: 's'.repeat(40) }
-const IDENTITY = { IDENTITY_ADMIN_TOKEN: 'a'.repeat(32), IDENTITY_SERVICE_TOKEN: 's'.repeat(32) }
+const IDENTITY = { IDENTITY_ADMIN_TOKEN: 'a'.repeat(32), IDENTITY_SERVICE_TOKEN: 's'.repeat(32), ...WITH_SIGNING_KEY_ENCRYPTION }
 
 t.test('neither set: no Redis', async (t) => {
   t.same(parseRedisTarget({}), { problems: [] })
@@ -81,14 +82,14 @@ t.test('both set: refused, naming both (identity, its CLI and the gateway alike)
   const expected = ['REDIS_URL and REDIS_CLUSTER_NODES: set one of them, not both (REDIS_CLUSTER_NODES is for a Redis Cluster)']
   t.same(configProblems(() => loadGatewayConfig({ ...GATEWAY, ...both })), expected, 'gateway')
   t.same(configProblems(() => loadIdentityConfig({ ...IDENTITY, ...both })), expected, 'identity')
-  t.same(configProblems(() => loadIdentityCliConfig(both)), expected, 'identity CLI')
+  t.same(configProblems(() => loadIdentityCliConfig({ ...WITH_SIGNING_KEY_ENCRYPTION, ...both })), expected, 'identity CLI')
 })
 
 t.test('a cluster reaches the services: identity and its CLI get the target, the gateway its plugin option', async (t) => {
   const env = { REDIS_CLUSTER_NODES: '127.0.0.1:7000,127.0.0.1:7001' }
   const target = { mode: 'cluster', nodes: [{ host: '127.0.0.1', port: 7000 }, { host: '127.0.0.1', port: 7001 }], tls: false }
   t.same(loadIdentityConfig({ ...IDENTITY, ...env }).redis, target, 'identity')
-  t.same(loadIdentityCliConfig(env).redis, target, 'identity CLI')
+  t.same(loadIdentityCliConfig({ ...WITH_SIGNING_KEY_ENCRYPTION, ...env }).redis, target, 'identity CLI')
   const gateway = loadGatewayConfig({ ...GATEWAY, ...env }).plugin
   t.same(gateway.redisClusterNodes, ['127.0.0.1:7000', '127.0.0.1:7001'], 'gateway: redisClusterNodes')
   t.notOk('redisUrl' in gateway, 'and no redisUrl')

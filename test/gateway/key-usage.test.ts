@@ -66,7 +66,7 @@ t.test('key uses counted at the gateway', async (t) => {
     t.match(view, { ...lastUse, secrets: [{ state: 'current', use_count: 1000, ...lastUse }] },
       '1000 uses, not 1001: the verification was not counted besides its request; the last use\'s time, route pattern and address')
 
-    const shown = await runPortierHere(['keys', 'show', key.id], { IDENTITY_DATABASE_PATH: s.databasePath })
+    const shown = await runPortierHere(['keys', 'show', key.id], s.cliEnv)
     t.equal(shown.code, 0, 'portier keys show', { stderr: shown.stderr })
     t.match(JSON.parse(shown.stdout), { api_key: { id: key.id, ...lastUse, secrets: [{ use_count: 1000, ...lastUse }] } }, 'the CLI shows the same')
   })

@@ -5,6 +5,7 @@ import { buildIdentity, type Identity } from '../../identity/app.js'
 import { loadIdentityConfig, type IdentityConfig } from '../../identity/config.js'
 import type { Clock } from '../../identity/services/clock.js'
 import { captureLogs } from './logs.js'
+import { WITH_SIGNING_KEY_ENCRYPTION } from './signing-key-encryption.js'
 
 export interface TestIdentity {
   identity: Identity
@@ -14,6 +15,8 @@ export interface TestIdentity {
   adminToken: string
   serviceToken: string
   databasePath: string
+  /** What a CLI run on this identity's file needs: the path and the same signing key encryption key. */
+  cliEnv: Record<string, string>
   /** Every log line both apps wrote, as parsed JSON. */
   logs: Array<Record<string, unknown>>
   /** The raw log text, for "no secret appears anywhere" checks. */
@@ -39,7 +42,8 @@ export function fakeClock (start = START): FakeClock {
 
 /**
  * Builds identity on a temporary SQLite file and listens on loopback port 0 for both
- * apps. `env` overrides the defaults (e.g. REDIS_URL, IDENTITY_EVENTS_CHANNEL).
+ * apps. `env` overrides the defaults (e.g. REDIS_URL, IDENTITY_EVENTS_CHANNEL); the
+ * signing keys are encrypted with the test key unless it says otherwise.
  */
 export async function startIdentity (t: Teardown, env: Record<string, string> = {}, options: { clock?: Clock, databasePath?: string } = {}): Promise<TestIdentity> {
   const databasePath = options.databasePath ?? join(tempDir(t), 'identity.db')
@@ -51,6 +55,7 @@ export async function startIdentity (t: Teardown, env: Record<string, string> = 
     IDENTITY_SERVICE_TOKEN: serviceToken,
     IDENTITY_EVENTS_CHANNEL: `portier:test:${randomBytes(6).toString('hex')}`,
     LOG_LEVEL: 'info',
+    ...WITH_SIGNING_KEY_ENCRYPTION,
     ...env
   })
   const logs = captureLogs()
@@ -58,5 +63,10 @@ export async function startIdentity (t: Teardown, env: Record<string, string> = 
   t.teardown(() => identity.close())
   const publicUrl = await identity.publicApp.listen({ host: '127.0.0.1', port: 0 })
   const adminUrl = await identity.adminApp.listen({ host: '127.0.0.1', port: 0 })
-  return { identity, config, publicUrl, adminUrl, adminToken, serviceToken, databasePath, logs: logs.lines, logText: logs.text }
+  const cliEnv = {
+    IDENTITY_DATABASE_PATH: databasePath,
+    ...(config.signingKeyEncryptionKey !== undefined ? { IDENTITY_SIGNING_KEY_ENCRYPTION_KEY: config.signingKeyEncryptionKey } : {}),
+    ...(config.signingKeyEncryptionRequired ? {} : { IDENTITY_SIGNING_KEY_ENCRYPTION: 'off' })
+  }
+  return { identity, config, publicUrl, adminUrl, adminToken, serviceToken, databasePath, cliEnv, logs: logs.lines, logText: logs.text }
 }

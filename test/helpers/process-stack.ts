@@ -13,6 +13,7 @@ import { builtEntry, REPO_ROOT } from './process.js'
 import { freePort, startRedis, type TestRedis } from './redis.js'
 import { ADA, sidOf, type SessionTokens } from './tokens.js'
 import { nodeCommand } from './node-command.js'
+import { TEST_SIGNING_KEY_ENCRYPTION_KEY, WITH_SIGNING_KEY_ENCRYPTION } from './signing-key-encryption.js'
 
 /**
  * The system as production runs it, for the fault suites: upstream-mock, identity and
@@ -174,7 +175,7 @@ export async function startProcessStack (t: Test, options: ProcessStackOptions):
   const serviceToken = randomBytes(24).toString('hex')
   const eventsChannel = `portier:test:${randomBytes(6).toString('hex')}`
   const databasePath = join(dir, 'identity.db')
-  leaks.secret(adminToken, serviceToken, ADA.password)
+  leaks.secret(adminToken, serviceToken, ADA.password, TEST_SIGNING_KEY_ENCRYPTION_KEY)
   const identityEnv = {
     IDENTITY_HOST: '127.0.0.1',
     IDENTITY_PORT: String(publicPort),
@@ -186,6 +187,7 @@ export async function startProcessStack (t: Test, options: ProcessStackOptions):
     IDENTITY_EVENTS_CHANNEL: eventsChannel,
     IDENTITY_ARGON2_MEMORY_KIB: '7168',
     IDENTITY_ARGON2_TIME_COST: '5',
+    ...WITH_SIGNING_KEY_ENCRYPTION,
     ...redisEnv,
     LOG_LEVEL: 'info',
     ...options.identityEnv

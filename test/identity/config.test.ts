@@ -5,8 +5,9 @@ import { loadIdentityConfig } from '../../identity/config.js'
 import { tempDir } from '../helpers/temp.js'
 import { configProblems } from '../helpers/config-problems.js'
 import { nodeCommand } from '../helpers/node-command.js'
+import { WITH_SIGNING_KEY_ENCRYPTION } from '../helpers/signing-key-encryption.js'
 
-const TOKENS = { IDENTITY_ADMIN_TOKEN: 'a'.repeat(32), IDENTITY_SERVICE_TOKEN: 's'.repeat(32) }
+const TOKENS = { IDENTITY_ADMIN_TOKEN: 'a'.repeat(32), IDENTITY_SERVICE_TOKEN: 's'.repeat(32), ...WITH_SIGNING_KEY_ENCRYPTION }
 
 const problemsOf = (env: Record<string, string>): string[] => configProblems(() => loadIdentityConfig(env))
 

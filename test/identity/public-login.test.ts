@@ -12,6 +12,7 @@ import { createArgon2Hashers, type PasswordHasher } from '../../identity/service
 import type { Sessions, TokenSet } from '../../identity/services/sessions.js'
 import type { Users } from '../../identity/services/users.js'
 import type { UserRecord, UsersStore } from '../../identity/store/users-store.js'
+import { WITH_SIGNING_KEY_ENCRYPTION } from '../helpers/signing-key-encryption.js'
 
 /**
  * POST /sessions (login): the token set, the identical answer for an unknown e-mail
@@ -254,7 +255,7 @@ t.test('security: an unknown e-mail costs the same verification as a wrong passw
 
   t.test('the dummy verification is a real argon2id verification with the configured parameters', async (t) => {
     const config = loadIdentityConfig({
-      IDENTITY_ADMIN_TOKEN: 'a'.repeat(32), IDENTITY_SERVICE_TOKEN: 's'.repeat(32)
+      IDENTITY_ADMIN_TOKEN: 'a'.repeat(32), IDENTITY_SERVICE_TOKEN: 's'.repeat(32), ...WITH_SIGNING_KEY_ENCRYPTION
     })
     const realVerify = argon2.verify
     const verified: string[] = []

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto'
 import { createLocalJWKSet, decodeProtectedHeader, exportPKCS8, generateKeyPair, jwtVerify } from 'jose'
 import { ConfigError } from '../../common/config.js'
 import { buildIdentity } from '../../identity/app.js'
-import { loadIdentityCliConfig, loadIdentityConfig } from '../../identity/config.js'
+import { loadIdentityCliConfig, loadIdentityConfig, SIGNING_KEY_ENCRYPTION_KEY_REQUIRED } from '../../identity/config.js'
 import { createSigningKeyCipher, SigningKeyDecryptionError } from '../../identity/services/signing-key-cipher.js'
 import { openDatabase } from '../../identity/store/database.js'
 import { runPortierHere } from '../helpers/cli.js'
@@ -17,14 +17,18 @@ import { captureLogs } from '../helpers/logs.js'
 import { assertStatus } from '../helpers/assert.js'
 import { REPO_ROOT } from '../helpers/repo-root.js'
 import { nodeCommand } from '../helpers/node-command.js'
+import { WITHOUT_SIGNING_KEY_ENCRYPTION } from '../helpers/signing-key-encryption.js'
+import { configProblems } from '../helpers/config-problems.js'
 
 /**
  * Encryption at rest of signing private keys (IDENTITY_SIGNING_KEY_ENCRYPTION_KEY):
  * AES-256-GCM under an HKDF-derived key, the kid bound as AAD, an `enc:v1:` envelope
- * in the private key column. An existing database is upgraded at start; a database
- * whose keys the configured secret cannot open is refused at start (exit 78), naming
- * the variable and never its value.
+ * in the private key column. The key is required unless IDENTITY_SIGNING_KEY_ENCRYPTION
+ * is off. An existing database is upgraded at start; a database whose keys the
+ * configured secret cannot open is refused at start (exit 78), naming the variable and
+ * never its value.
  */
+const OFF = 'IDENTITY_SIGNING_KEY_ENCRYPTION'
 
 const ROOT = REPO_ROOT
 const VARIABLE = 'IDENTITY_SIGNING_KEY_ENCRYPTION_KEY'
@@ -73,8 +77,9 @@ function assertEncrypted (t: Test, keys: StoredKey[], label: string): void {
 const isUnencryptedWarning = (line: Record<string, unknown>): boolean =>
   line.level === 40 && String(line.msg).startsWith(`signing private keys are stored unencrypted: set ${VARIABLE}`)
 
+/** identity on `databasePath`, its signing keys encrypted with `secret`; without one, stored in clear (encryption off). */
 async function start (t: Test, databasePath: string, secret?: string, env: Record<string, string> = {}): Promise<TestIdentity> {
-  return await startIdentity(t, { ...(secret !== undefined ? { [VARIABLE]: secret } : {}), ...env }, { databasePath })
+  return await startIdentity(t, { ...(secret !== undefined ? { [VARIABLE]: secret } : WITHOUT_SIGNING_KEY_ENCRYPTION), ...env }, { databasePath })
 }
 
 /** Creates the user `login` logs in as (once per database). */
@@ -99,10 +104,10 @@ async function verifiedKid (s: TestIdentity, token: string): Promise<string> {
 /** identity built (not listening) on `databasePath` with `env`: resolves, or rejects with its error. */
 async function build (t: Test, databasePath: string, env: Record<string, string>): Promise<unknown> {
   const logs = captureLogs()
-  const config = loadIdentityConfig({
-    IDENTITY_DATABASE_PATH: databasePath, IDENTITY_ADMIN_TOKEN: newSecret(), IDENTITY_SERVICE_TOKEN: newSecret(), LOG_LEVEL: 'info', ...env
-  })
   try {
+    const config = loadIdentityConfig({
+      IDENTITY_DATABASE_PATH: databasePath, IDENTITY_ADMIN_TOKEN: newSecret(), IDENTITY_SERVICE_TOKEN: newSecret(), LOG_LEVEL: 'info', ...env
+    })
     const identity = await buildIdentity(config, { logStream: logs.stream })
     t.teardown(() => identity.close())
     return null
@@ -201,7 +206,7 @@ t.test('happy: the decrypted key is cached per kid; a new kid is read at once', 
   t.equal(await verifiedKid(s, await login(t, s)), kid, 'the new kid is decrypted and signs at once')
 })
 
-t.test('upgrade: a database made without the key is encrypted when the key is set', async (t) => {
+t.test('upgrade: a database written with encryption off is encrypted at the first start with the key', async (t) => {
   const databasePath = join(tempDir(t), 'identity.db')
   const plain = await start(t, databasePath)
   await createUser(t, plain)
@@ -240,8 +245,8 @@ t.test('upgrade: the CLI given the key upgrades a database too, and says so', as
   const databasePath = join(tempDir(t), 'identity.db')
   // Created as identity's server does (the CLI never creates a database); its first signing key is the CLI's.
   openDatabase(databasePath).close()
-  const plain = await runPortierHere(['signing-keys', 'list'], { IDENTITY_DATABASE_PATH: databasePath })
-  t.equal(plain.code, 0, 'a signing key made by the CLI without the key', { stderr: plain.stderr })
+  const plain = await runPortierHere(['signing-keys', 'list'], { IDENTITY_DATABASE_PATH: databasePath, [OFF]: 'off' })
+  t.equal(plain.code, 0, 'a signing key made by the CLI with encryption off', { stderr: plain.stderr })
   t.notMatch(plain.stderr, /unencrypted/, 'the CLI leaves the "unencrypted" warning to the server')
   t.match(storedKeys(databasePath)[0]?.value, /^-----BEGIN PRIVATE KEY-----/)
 
@@ -264,8 +269,12 @@ t.test('error: restart without the key is refused, naming the variable', async (
   const stored = storedKeys(databasePath)
 
   const err = await build(t, databasePath, {})
-  t.ok(err instanceof ConfigError, 'a ConfigError from the builder')
-  t.same((err as ConfigError).problems, [`${VARIABLE}: is required: the stored signing private keys are encrypted; set the key they were encrypted with`])
+  t.ok(err instanceof ConfigError, 'a ConfigError')
+  t.same((err as ConfigError).problems, [SIGNING_KEY_ENCRYPTION_KEY_REQUIRED], 'refused by the configuration: the key is required')
+  const off = await build(t, databasePath, { [OFF]: 'off' })
+  t.ok(off instanceof ConfigError, 'encryption off: a ConfigError from the builder')
+  t.same((off as ConfigError).problems, [`${VARIABLE}: is required: the stored signing private keys are encrypted; set the key they were encrypted with`],
+    'off does not open keys that are encrypted')
 
   const server = runServer(databasePath, {})
   t.equal(server.status, 78, 'the server exits 78 (EX_CONFIG)', { stderr: server.stderr })
@@ -273,9 +282,11 @@ t.test('error: restart without the key is refused, naming the variable', async (
   t.notMatch(server.stderr, /\n\s+at /, 'no stack trace')
   t.notMatch(server.stdout, /listening/i, 'it never started')
 
-  const cli = await runPortierHere(['signing-keys', 'list'], { IDENTITY_DATABASE_PATH: databasePath })
-  t.equal(cli.code, 78, 'the CLI refuses the same way')
-  t.match(cli.stderr, new RegExp(`${VARIABLE}: is required`))
+  for (const env of [{}, { [OFF]: 'off' }]) {
+    const cli = await runPortierHere(['signing-keys', 'list'], { IDENTITY_DATABASE_PATH: databasePath, ...env })
+    t.equal(cli.code, 78, `the CLI refuses the same way (${JSON.stringify(env)})`)
+    t.match(cli.stderr, new RegExp(`${VARIABLE}: is required`))
+  }
   t.same(storedKeys(databasePath), stored, 'nothing was written')
 })
 
@@ -388,10 +399,12 @@ t.test('key change: the previous key is re-encrypted with the new one at start',
 t.test('config: the variables, for the server and the CLI', async (t) => {
   const tokens = { IDENTITY_ADMIN_TOKEN: 'a'.repeat(32), IDENTITY_SERVICE_TOKEN: 's'.repeat(32) }
   const secret = newSecret()
-  t.match(loadIdentityConfig(tokens), { signingKeyEncryptionKey: undefined, previousSigningKeyEncryptionKey: undefined }, 'unset by default')
-  t.equal(loadIdentityConfig({ ...tokens, [VARIABLE]: secret }).signingKeyEncryptionKey, secret)
+  t.match(loadIdentityConfig({ ...tokens, [OFF]: 'off' }), { signingKeyEncryptionKey: undefined, previousSigningKeyEncryptionKey: undefined, signingKeyEncryptionRequired: false },
+    'unset, with encryption off')
+  t.match(loadIdentityConfig({ ...tokens, [VARIABLE]: secret }), { signingKeyEncryptionKey: secret, signingKeyEncryptionRequired: true })
   t.equal(loadIdentityCliConfig({ [VARIABLE]: secret }).signingKeyEncryptionKey, secret, 'the CLI reads it too')
-  t.equal(loadIdentityConfig({ ...tokens, [VARIABLE]: '' }).signingKeyEncryptionKey, undefined, 'empty means unset')
+  t.equal(loadIdentityConfig({ ...tokens, [VARIABLE]: '', [OFF]: 'off' }).signingKeyEncryptionKey, undefined, 'empty means unset')
+  t.equal(loadIdentityConfig({ ...tokens, [VARIABLE]: secret, [OFF]: 'off' }).signingKeyEncryptionKey, secret, 'off with a key: the key is still used')
   const problems = (env: Record<string, string>): string[] => {
     try {
       loadIdentityConfig({ ...tokens, ...env })
@@ -403,6 +416,33 @@ t.test('config: the variables, for the server and the CLI', async (t) => {
   }
   const short = 'x'.repeat(31)
   t.same(problems({ [VARIABLE]: short }), [`${VARIABLE}: must NOT have fewer than 32 characters`], 'at least 32 characters')
-  t.same(problems({ [PREVIOUS]: secret }), [`${PREVIOUS}: requires ${VARIABLE} (the new key)`], 'a previous key alone is refused')
+  t.same(problems({ [PREVIOUS]: secret, [OFF]: 'off' }), [`${PREVIOUS}: requires ${VARIABLE} (the new key)`], 'a previous key alone is refused')
+  t.same(problems({}), [SIGNING_KEY_ENCRYPTION_KEY_REQUIRED], 'no key: refused by default')
+  t.same(problems({ [VARIABLE]: '' }), [SIGNING_KEY_ENCRYPTION_KEY_REQUIRED], 'an empty key is no key')
+  t.same(problems({ [OFF]: 'no' }), [`${OFF}: must be one of on, off`], 'only on or off')
   t.notOk(problems({ [VARIABLE]: short }).join().includes(short), 'the value is not echoed')
+})
+
+t.test('default: without the key identity and its CLI refuse to start, saying how to fix it; off starts, with the warning', async (t) => {
+  const dir = tempDir(t)
+  const fresh = join(dir, 'fresh', 'identity.db')
+  const server = runServer(fresh, {})
+  t.equal(server.status, 78, 'the server exits 78 (EX_CONFIG)', { stderr: server.stderr })
+  t.match(server.stderr, /^Invalid configuration \(identity environment\):\n {2}- IDENTITY_SIGNING_KEY_ENCRYPTION_KEY: is required: signing private keys are never stored in clear/)
+  t.match(server.stderr, 'openssl rand -hex 32', 'says how to make one')
+  t.match(server.stderr, 'IDENTITY_SIGNING_KEY_ENCRYPTION=off', 'and how to do without')
+  t.notMatch(server.stderr, /\n\s+at /, 'no stack trace')
+  t.notOk(existsSync(fresh), 'no database was created')
+
+  t.same(configProblems(() => loadIdentityCliConfig({})), [SIGNING_KEY_ENCRYPTION_KEY_REQUIRED], 'the CLI configuration requires it too')
+  const databasePath = join(dir, 'identity.db')
+  openDatabase(databasePath).close()
+  const cli = await runPortierHere(['signing-keys', 'list'], { IDENTITY_DATABASE_PATH: databasePath })
+  t.equal(cli.code, 78, 'the CLI exits 78', { stderr: cli.stderr })
+  t.match(cli.stderr, `${VARIABLE}: is required: signing private keys are never stored in clear`)
+  t.same(storedKeys(databasePath), [], 'and made no signing key')
+
+  const off = await start(t, databasePath)
+  t.equal(off.logs.filter(isUnencryptedWarning).length, 1, 'off: identity starts, and warns once')
+  t.match(storedKeys(databasePath)[0]?.value, /^-----BEGIN PRIVATE KEY-----/, 'its signing key is stored in clear')
 })

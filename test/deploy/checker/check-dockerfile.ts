@@ -17,6 +17,7 @@ export function defaultListeners (service: ServiceFacts): Array<{ name: string, 
   for (const name of (service.schema.required ?? []) as string[]) {
     if ((service.schema.properties[name] as { default?: unknown } | undefined)?.default === undefined) env[name] = 's'.repeat(64)
   }
+  for (const name of service.requiredByRule ?? []) env[name] = 's'.repeat(64)
   return service.load(env).listeners
 }
 

@@ -45,6 +45,8 @@ export interface ServiceFacts {
   load: (env: Record<string, string>) => LoadedService
   /** Where an orchestrator asks whether to send traffic. */
   readinessPath: string
+  /** Optional in the schema but required by a rule of the loader (under a default setting): each needs a stand-in too. */
+  requiredByRule?: readonly string[]
 }
 
 /** An environment variable holding another service's URL, and what that listener must serve. */
@@ -85,6 +87,8 @@ export const SERVICES: readonly ServiceFacts[] = Object.freeze([
     source: 'identity/server.ts',
     schema: IdentityEnvSchema,
     readinessPath: '/healthz',
+    // Unless IDENTITY_SIGNING_KEY_ENCRYPTION is off.
+    requiredByRule: ['IDENTITY_SIGNING_KEY_ENCRYPTION_KEY'],
     load: (env) => {
       const c = loadIdentityConfig(env)
       return {
@@ -149,7 +153,8 @@ export async function loadCodeFacts (): Promise<CodeFacts> {
   const read = (path: string): any => JSON.parse(readFileSync(join(REPO_ROOT, path), 'utf8'))
   const dir = mkdtempSync(join(tmpdir(), 'portier-deploy-'))
   const identity = await buildIdentity(loadIdentityConfig({
-    IDENTITY_DATABASE_PATH: join(dir, 'identity.db'), IDENTITY_ADMIN_TOKEN: SAMPLE_TOKEN, IDENTITY_SERVICE_TOKEN: SAMPLE_TOKEN, LOG_LEVEL: 'silent'
+    IDENTITY_DATABASE_PATH: join(dir, 'identity.db'), IDENTITY_ADMIN_TOKEN: SAMPLE_TOKEN, IDENTITY_SERVICE_TOKEN: SAMPLE_TOKEN,
+    IDENTITY_SIGNING_KEY_ENCRYPTION_KEY: SAMPLE_TOKEN, LOG_LEVEL: 'silent'
   }), { logStream: discard() })
   const gateway = await buildGatewayServer(loadGatewayConfig({
     IDENTITY_SERVICE_TOKEN: SAMPLE_TOKEN,
