@@ -27,6 +27,14 @@ export class UsageError extends Error {
   }
 }
 
+/** A command whose answer (printed) reports a failure: exit 1 with this line on stderr. */
+export class CommandFailed extends Error {
+  constructor (message: string) {
+    super(message)
+    this.name = 'CommandFailed'
+  }
+}
+
 /** One warning line on stderr; stdout stays machine-readable. */
 export function warn (io: Pick<CliIo, 'stderr'>, message: string): void {
   io.stderr.write(`warning: ${message}\n`)

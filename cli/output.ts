@@ -10,6 +10,8 @@ export interface Answer {
   body: Record<string, unknown>
   /** Columns of list tables, by member name (e.g. `api_keys`); other members show every scalar field. */
   columns?: Record<string, readonly string[]>
+  /** Set when the answer reports a failure (a broken audit chain): printed, then the command exits 1 with this line. */
+  failure?: string
 }
 
 const NONE = '-'

@@ -1,13 +1,14 @@
 import { Command, CommanderError, Option } from 'commander'
 import { ConfigError } from '../common/config.js'
 import { isPortierProblem } from '../common/problem.js'
+import { registerAuditCommands } from './commands/audit.js'
 import { registerConfigCommands } from './commands/config.js'
 import { registerKeyCommands } from './commands/keys.js'
 import { registerRoleCommands } from './commands/roles.js'
 import { registerSessionCommands } from './commands/sessions.js'
 import { registerSigningKeyCommands } from './commands/signing-keys.js'
 import { registerUserCommands } from './commands/users.js'
-import { EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type CliIo } from './io.js'
+import { CommandFailed, EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type CliIo } from './io.js'
 import { OUTPUT_FORMATS } from './output.js'
 
 /**
@@ -38,6 +39,7 @@ export function createPortierProgram (io: CliIo): Command {
   registerKeyCommands(program, io)
   registerSessionCommands(program, io)
   registerSigningKeyCommands(program, io)
+  registerAuditCommands(program, io)
   // The gateway's: its upstreams file.
   registerConfigCommands(program, io)
   return program
@@ -47,6 +49,10 @@ export function createPortierProgram (io: CliIo): Command {
 function reportFailure (err: unknown, io: CliIo): number {
   // Commander has already printed its message (or the help that was asked for).
   if (err instanceof CommanderError) return err.exitCode === 0 ? EXIT_OK : EXIT_USAGE
+  if (err instanceof CommandFailed) {
+    io.stderr.write(`error: ${err.message}\n`)
+    return EXIT_FAILURE
+  }
   if (err instanceof UsageError) {
     io.stderr.write(`error: ${err.message}\n`)
     return EXIT_USAGE

@@ -5,6 +5,7 @@ import { buildGatewayServer, buildMetricsServer } from '../gateway/app.js'
 import { loadGatewayConfig } from '../gateway/config.js'
 import { buildIdentity } from '../identity/app.js'
 import { loadIdentityConfig } from '../identity/config.js'
+import { runAs, systemContext } from '../identity/services/audit-context.js'
 import { credentialsFileBeside, databasePathOf } from '../identity/store/credentials-file.js'
 import { buildUpstreamMock } from '../upstream-mock/app.js'
 import { loadUpstreamMockConfig } from '../upstream-mock/config.js'
@@ -149,7 +150,9 @@ async function main (): Promise<void> {
   await gateway.listen({ host: gatewayConfig.host, port: gatewayConfig.port })
 
   const maxDays = identityConfig.apiKeyMaxLifetimeDays
-  const accounts = await seedDemoAccounts(identity.services, maxDays > 0 ? Math.min(maxDays, DEMO_KEY_LIFETIME_DAYS) : DEMO_KEY_LIFETIME_DAYS)
+  // The audit trail names the seeding as its actor.
+  const accounts = await runAs(systemContext('seed'), () =>
+    seedDemoAccounts(identity.services, maxDays > 0 ? Math.min(maxDays, DEMO_KEY_LIFETIME_DAYS) : DEMO_KEY_LIFETIME_DAYS))
   const urls: DemoUrls = {
     gateway: urlOf(gatewayConfig.host, gatewayConfig.port),
     gatewayMetrics: gatewayConfig.metrics === null ? null : urlOf(gatewayConfig.metrics.host, gatewayConfig.metrics.port),

@@ -11,6 +11,7 @@ import { IDENTITY_ADMIN_DOCUMENTATION, IDENTITY_PUBLIC_DOCUMENTATION, PUBLIC_ROU
 import { bindAuditContext } from './routes/audit-context.js'
 import { guardAdminListener } from './routes/admin/credential-guard.js'
 import { adminApiKeyRoutes } from './routes/admin/api-keys.js'
+import { adminAuditRoutes } from './routes/admin/audit.js'
 import { metricsRoutes } from './routes/admin/metrics.js'
 import { adminRoleRoutes } from './routes/admin/roles.js'
 import { adminSessionRoutes } from './routes/admin/sessions.js'
@@ -24,6 +25,7 @@ import { healthRoutes } from './routes/health.js'
 import { systemClock, type Clock } from './services/clock.js'
 import { createIdentityServices, type IdentityServices } from './services/index.js'
 import { startOutboxRelay } from './services/outbox-relay.js'
+import { startAuditRetention } from './services/audit-retention.js'
 import { openDatabase } from './store/database.js'
 import type { Db } from './store/db.js'
 import { describeDatabaseModes, inspectDatabaseModes } from './store/database-permissions.js'
@@ -124,7 +126,7 @@ export async function buildIdentity (config: IdentityConfig, options: BuildIdent
 
   guardAdminListener(adminApp as unknown as FastifyInstance, config)
   await registerDocumentation(adminApp as unknown as FastifyInstance, IDENTITY_ADMIN_DOCUMENTATION)
-  for (const routes of [adminUserRoutes, adminRoleRoutes, adminApiKeyRoutes, adminSessionRoutes, adminSigningKeyRoutes,
+  for (const routes of [adminUserRoutes, adminRoleRoutes, adminApiKeyRoutes, adminSessionRoutes, adminSigningKeyRoutes, adminAuditRoutes,
     keysVerifyRoutes, keysUsageRoutes, quotasUsageRoutes, sessionsRevokedRoutes]) {
     await adminApp.register(routes, { services })
   }
@@ -134,6 +136,7 @@ export async function buildIdentity (config: IdentityConfig, options: BuildIdent
 
   // Changes the CLI made on this file reach the gateways through this process's bus.
   const relay = startOutboxRelay({ store: createOutboxStore(db), events, log: publicApp.log })
+  const retention = startAuditRetention({ audit: services.audit, retentionDays: config.auditRetentionDays, log: publicApp.log })
 
   let closed = false
   return {
@@ -144,6 +147,7 @@ export async function buildIdentity (config: IdentityConfig, options: BuildIdent
     async close () {
       if (closed) return
       closed = true
+      retention.stop()
       // Stop taking requests and let in-flight ones finish, then release the database.
       await Promise.all([publicApp.close(), adminApp.close()])
       await relay.stop()

@@ -48,6 +48,7 @@ export const IDENTITY_ADMIN_DOCUMENTATION: DocumentationOptions = {
   security: [{ adminCredential: [] }],
   tags: [
     { name: 'users' }, { name: 'roles' }, { name: 'api-keys' }, { name: 'sessions' }, { name: 'signing-keys' },
+    { name: 'audit', description: 'The audit trail: list and export (NDJSON) its records, verify its hash chain, sign and check its head.' },
     { name: 'internal', description: 'For gateways: key verification, key usage and quota reports, and the revocation feed.' },
     { name: 'metrics', description: 'Prometheus metrics, for the admin or the service credential.' },
     { name: 'health', description: 'Liveness (no credential).' }

@@ -6,6 +6,7 @@ import type { IdentityCoreConfig } from '../config.js'
 import { createIdentityMetrics, type IdentityMetrics } from '../observability/metrics.js'
 import type { Db } from '../store/db.js'
 import { createApiKeysStore } from '../store/api-keys-store.js'
+import { createAuditStore } from '../store/audit-store.js'
 import { createQuotaStore } from '../store/quota-store.js'
 import { createRolesStore } from '../store/roles-store.js'
 import { createSessionsStore } from '../store/sessions-store.js'
@@ -13,6 +14,10 @@ import { createSigningKeysStore } from '../store/signing-keys-store.js'
 import { createUsersStore } from '../store/users-store.js'
 import { createAccessTokens, type AccessTokens } from './access-tokens.js'
 import { createApiKeys, type ApiKeys } from './api-keys.js'
+import { createAudit, type Audit } from './audit.js'
+import { systemContext, runAs } from './audit-context.js'
+import { createAuditHeads, type AuditHeads } from './audit-head.js'
+import { auditedApiKeys, auditedLogin, auditedRoles, auditedSessions, auditedSigningKeys, auditedUsers } from './audited-services.js'
 import type { Clock } from './clock.js'
 import { createLogin, type Login } from './login.js'
 import { createLoginThrottle } from './login-throttle.js'
@@ -46,6 +51,8 @@ export interface IdentityServices {
   quotas: Quotas
   signingKeys: SigningKeys
   accessTokens: AccessTokens
+  /** The audit trail (record, list, verify, prune) and its signed head. */
+  audit: Audit & { heads: AuditHeads }
   /** The union of a user's role permissions. */
   permissionsOf: (userId: string) => string[]
 }
@@ -82,6 +89,7 @@ export interface IdentityServicesDeps {
 export async function createIdentityServices (config: IdentityCoreConfig, deps: IdentityServicesDeps): Promise<IdentityServices> {
   const { db, events, clock } = deps
   const metrics = deps.metrics ?? createIdentityMetrics({ processMetrics: false })
+  const audit = createAudit({ store: createAuditStore(db), clock })
   const usersStore = createUsersStore(db)
   const rolesStore = createRolesStore(db)
   const apiKeysStore = createApiKeysStore(db)
@@ -90,11 +98,12 @@ export async function createIdentityServices (config: IdentityCoreConfig, deps: 
   const protection = createSigningKeyProtection({
     encryptionKey: config.signingKeyEncryptionKey, previousEncryptionKey: config.previousSigningKeyEncryptionKey
   })
-  const signingKeys = createSigningKeys({
+  const signingKeys = auditedSigningKeys(createSigningKeys({
     store: createSigningKeysStore(db), clock, events, protection, alg: config.signingAlg, accessTokenTtlSeconds: ACCESS_TOKEN_TTL_SECONDS
-  })
+  }), audit)
   secureSigningKeys(signingKeys, protection.encrypting, deps.log ?? silentLog)
-  await signingKeys.ensureActive()
+  // Identity's own start-up work: the first signing key is recorded as made by the system, whoever opened the database.
+  await runAs(systemContext('identity'), () => signingKeys.ensureActive())
   const hashers = await createArgon2Hashers(config.argon2, metrics)
   const accessTokens = createAccessTokens({
     signingKeys, clock, issuer: config.issuer, audience: config.audience, ttlSeconds: ACCESS_TOKEN_TTL_SECONDS
@@ -123,11 +132,12 @@ export async function createIdentityServices (config: IdentityCoreConfig, deps: 
   })
   return {
     clock,
-    login: createLogin({ users: usersStore, userAccounts: users, hasher: hashers.passwords, sessions, throttle, metrics }),
-    sessions,
-    users,
-    roles: createRoles({ db, store: rolesStore, events, clock, ownerPoliciesChanged }),
-    apiKeys: createApiKeys({
+    // Inside, the services call each other unwrapped; what the apps and the CLI call records itself.
+    login: auditedLogin(createLogin({ users: usersStore, userAccounts: users, hasher: hashers.passwords, sessions, throttle, metrics }), usersStore, audit),
+    sessions: auditedSessions(sessions, audit),
+    users: auditedUsers(users, audit),
+    roles: auditedRoles(createRoles({ db, store: rolesStore, events, clock, ownerPoliciesChanged }), audit),
+    apiKeys: auditedApiKeys(createApiKeys({
       db,
       store: apiKeysStore,
       users: usersStore,
@@ -138,10 +148,11 @@ export async function createIdentityServices (config: IdentityCoreConfig, deps: 
       clock,
       maxLifetimeDays: config.apiKeyMaxLifetimeDays,
       defaultRotationGraceSeconds: config.apiKeyRotationGraceSeconds
-    }),
+    }), audit, clock),
     quotas: createQuotas({ store: createQuotaStore(db), clock }),
     signingKeys,
     accessTokens,
+    audit: { ...audit, heads: createAuditHeads({ audit, signingKeys, clock, issuer: config.issuer }) },
     permissionsOf: (userId) => usersStore.permissionsOf(userId)
   }
 }

@@ -6,6 +6,7 @@ import { BODY_PROBLEMS, problemResponses } from '../../../common/problem-schema.
 import { IdentityDetails, IdentityProblems } from '../../errors.js'
 import { BearerHeaders, LoginBody, TokenSet } from '../../schemas.js'
 import type { IdentityServices } from '../../services/index.js'
+import { actAs } from '../audit-context.js'
 
 /** What a presented access token can be refused for (logout, refresh). */
 export const SESSION_TOKEN_PROBLEMS = [AuthProblems.credentialsMissing, IdentityProblems.invalidToken, IdentityProblems.sessionRevoked,
@@ -54,6 +55,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServic
     }
   }, async (request, reply) => {
     const session = await services.sessions.authenticate(requireBearer(request.headers.authorization))
+    actAs(request, { type: 'user', id: session.userId })
     await services.sessions.revoke(session.id, 'logout')
     return await reply.code(204).send(null)
   })
