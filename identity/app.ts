@@ -124,7 +124,7 @@ export async function buildIdentity (config: IdentityConfig, options: BuildIdent
   await registerDocumentation(publicApp as unknown as FastifyInstance, IDENTITY_PUBLIC_DOCUMENTATION)
   for (const routes of PUBLIC_ROUTE_PLUGINS) await publicApp.register(routes, { services })
 
-  guardAdminListener(adminApp as unknown as FastifyInstance, config)
+  guardAdminListener(adminApp as unknown as FastifyInstance, config, services)
   await registerDocumentation(adminApp as unknown as FastifyInstance, IDENTITY_ADMIN_DOCUMENTATION)
   for (const routes of [adminUserRoutes, adminRoleRoutes, adminApiKeyRoutes, adminSessionRoutes, adminSigningKeyRoutes, adminAuditRoutes,
     keysVerifyRoutes, keysUsageRoutes, quotasUsageRoutes, sessionsRevokedRoutes]) {

@@ -38,11 +38,20 @@ export const IDENTITY_PUBLIC_DOCUMENTATION: DocumentationOptions = {
 
 export const IDENTITY_ADMIN_DOCUMENTATION: DocumentationOptions = {
   title: 'Portier identity — admin and internal API',
-  description: 'Users, roles, API keys, sessions and signing keys for operators (`/admin`, admin credential), ' +
+  description: 'Users, roles, API keys, sessions and signing keys for operators (`/admin`: the admin credential, or an operator\'s access token ' +
+    'whose roles grant the operation\'s operator permission), ' +
     'what gateways call (`/internal`, service credential), and Prometheus metrics (`/metrics`, either). Served on the admin listener only ' +
     '(127.0.0.1 by default), never through the gateway. Errors are RFC 9457 `application/problem+json`.',
   securitySchemes: {
-    adminCredential: { type: 'http', scheme: 'bearer', description: 'IDENTITY_ADMIN_TOKEN, as `Authorization: Bearer`.' },
+    adminCredential: { type: 'http', scheme: 'bearer', description: 'IDENTITY_ADMIN_TOKEN, as `Authorization: Bearer`: every /admin operation.' },
+    operatorToken: {
+      type: 'http',
+      scheme: 'bearer',
+      bearerFormat: 'JWT',
+      description: "An operator's access token (from the public listener's login), as `Authorization: Bearer`: an /admin operation " +
+        "answers it when the user's roles grant the operator permission the operation lists (`admin:*` grants every one; `*` none). " +
+        'Checked at each request against the database: a role or session taken away bites at once.'
+    },
     serviceCredential: { type: 'http', scheme: 'bearer', description: 'IDENTITY_SERVICE_TOKEN, as `Authorization: Bearer`: gateways only.' }
   },
   security: [{ adminCredential: [] }],

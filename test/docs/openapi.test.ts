@@ -41,7 +41,8 @@ t.test('identity: a public and an admin document, each listing every route of it
   const adminRoutes = undocumentedRoutes(routesOf(identity.identity.adminApp), adminDocument)
   t.same(adminRoutes.missing, [], 'admin: every route is documented with its method')
   t.ok(adminRoutes.checked >= 25, 'admin: every /admin and /internal route was checked')
-  t.same(Object.keys(adminDocument.components?.securitySchemes ?? {}).sort(), ['adminCredential', 'serviceCredential'], 'admin: two bearer schemes')
+  t.same(Object.keys(adminDocument.components?.securitySchemes ?? {}).sort(), ['adminCredential', 'operatorToken', 'serviceCredential'],
+    'admin: three bearer schemes (an operator\'s access token beside the two credentials)')
   t.same((adminDocument as unknown as { security: unknown }).security, [{ adminCredential: [] }], 'admin: the admin credential by default')
   t.same(adminDocument.paths['/internal/keys/verify']?.post?.security, [{ serviceCredential: [] }], 'admin: /internal takes the service credential')
   t.same(adminDocument.paths['/healthz']?.get?.security, [], 'admin: /healthz takes none')
@@ -145,7 +146,7 @@ t.test('gateway: identity\'s public operations and every route and alias of the 
       t.same(republished?.security, operation.security, `${method.toUpperCase()} ${path}: and identity's own credential rule`)
     }
   }
-  t.equal(identityOperations, 5, 'login, logout, refresh at both paths and JWKS')
+  t.equal(identityOperations, 14, 'login, logout, refresh at both paths, JWKS, and the nine of self-service')
   t.same(Object.keys(document.paths).filter((p) => /^\/(admin|internal)(\/|$)/i.test(p)), [], 'nothing of /admin or /internal')
   t.match(document.paths['/echo/{wildcard}']?.get?.parameters, [{ name: 'wildcard', in: 'path', required: true }], 'a final * is a documented parameter')
   t.match(document.paths['/users']?.get?.parameters, [{ $ref: '#/components/parameters/inflection' }], 'x-api-inflection is documented')

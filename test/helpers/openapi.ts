@@ -13,8 +13,8 @@ export interface Document {
 }
 export type Operation = Record<string, any> & { responses: Record<string, any> }
 
-/** A route as Fastify registered it. */
-export interface RecordedRoute { methods: string[], url: string }
+/** A route as Fastify registered it, with its route config (e.g. the operator permission of an /admin route). */
+export interface RecordedRoute { methods: string[], url: string, config: Record<string, unknown> }
 
 const FASTIFY_INITIALIZATION = 'fastify.initialization'
 
@@ -30,7 +30,9 @@ export function recordRoutes (t: Test): (app: FastifyInstance) => RecordedRoute[
     const { fastify } = message as { fastify: FastifyInstance }
     const list: RecordedRoute[] = []
     routes.set(fastify, list)
-    fastify.addHook('onRoute', (route) => { list.push({ methods: [route.method].flat().map(String), url: route.url ?? route.path }) })
+    fastify.addHook('onRoute', (route) => {
+      list.push({ methods: [route.method].flat().map(String), url: route.url ?? route.path, config: { ...route.config } })
+    })
   }
   subscribe(FASTIFY_INITIALIZATION, onInitialization)
   t.teardown(() => { unsubscribe(FASTIFY_INITIALIZATION, onInitialization) })

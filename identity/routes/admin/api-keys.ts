@@ -9,6 +9,8 @@ import type { IdentityServices } from '../../services/index.js'
 import type { CreatedKey } from '../../services/api-keys.js'
 import { apiKeyView } from '../../views.js'
 import { ADMIN_PROBLEMS } from './credential-guard.js'
+import { operator } from './operator-route.js'
+import { OPERATOR_PERMISSIONS } from '../../services/operator-permissions.js'
 
 const closed = { additionalProperties: false } as const
 const KeyAnswer = Type.Object({ api_key: ApiKeyView, warnings: Type.Optional(Type.Array(Type.String())) })
@@ -26,6 +28,7 @@ export const adminApiKeyRoutes: FastifyPluginAsyncTypebox<{ services: IdentitySe
   const created = (result: CreatedKey) => ({ api_key: view(result.key.id), key: result.secret, warnings: result.warnings })
 
   app.post('/admin/keys', {
+    ...operator(OPERATOR_PERMISSIONS.keys),
     schema: {
       summary: 'Create an API key (the full key is in this answer only)',
       tags,
@@ -53,6 +56,7 @@ export const adminApiKeyRoutes: FastifyPluginAsyncTypebox<{ services: IdentitySe
   })
 
   app.get('/admin/keys', {
+    ...operator(OPERATOR_PERMISSIONS.keys),
     schema: {
       summary: 'List API keys (never their secrets)',
       tags,
@@ -61,10 +65,12 @@ export const adminApiKeyRoutes: FastifyPluginAsyncTypebox<{ services: IdentitySe
   }, async () => ({ api_keys: apiKeys.list().map((k) => apiKeyView(k, apiKeys.secretsOf(k.id), clock.now())) }))
 
   app.get('/admin/keys/:id', {
+    ...operator(OPERATOR_PERMISSIONS.keys),
     schema: { summary: 'Show an API key', tags, params: IdParams, response: { 200: KeyAnswer, ...problemResponses(BY_ID) } }
   }, async (request) => ({ api_key: view(request.params.id) }))
 
   app.patch('/admin/keys/:id', {
+    ...operator(OPERATOR_PERMISSIONS.keys),
     schema: {
       summary: "Change an API key's permissions, expiry or traffic policies",
       tags,
@@ -87,6 +93,7 @@ export const adminApiKeyRoutes: FastifyPluginAsyncTypebox<{ services: IdentitySe
 
   for (const [action, disabled] of [['disable', true], ['enable', false]] as const) {
     app.post(`/admin/keys/:id/${action}`, {
+      ...operator(OPERATOR_PERMISSIONS.keys),
       schema: {
         summary: disabled ? 'Disable an API key (reversible)' : 'Re-enable a disabled API key',
         tags,
@@ -97,10 +104,12 @@ export const adminApiKeyRoutes: FastifyPluginAsyncTypebox<{ services: IdentitySe
   }
 
   app.post('/admin/keys/:id/revoke', {
+    ...operator(OPERATOR_PERMISSIONS.keys),
     schema: { summary: 'Revoke an API key (final)', tags, params: IdParams, response: { 200: KeyAnswer, ...problemResponses(BY_ID) } }
   }, async (request) => ({ api_key: view((await apiKeys.revoke(request.params.id)).id) }))
 
   app.post('/admin/keys/:id/rotate', {
+    ...operator(OPERATOR_PERMISSIONS.keys),
     schema: {
       summary: 'Issue a new secret; the old one works for the grace period (the full key is in this answer only)',
       tags,

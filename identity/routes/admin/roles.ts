@@ -8,6 +8,8 @@ import { Permissions, RoleName, RoleView } from '../../schemas.js'
 import type { IdentityServices } from '../../services/index.js'
 import { roleView } from '../../views.js'
 import { ADMIN_PROBLEMS } from './credential-guard.js'
+import { operator } from './operator-route.js'
+import { OPERATOR_PERMISSIONS } from '../../services/operator-permissions.js'
 
 const NameParams = Type.Object({ name: RoleName }, { additionalProperties: false })
 const tags = ['roles']
@@ -18,10 +20,12 @@ export const adminRoleRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServ
   const { roles } = services
 
   app.get('/admin/roles', {
+    ...operator(OPERATOR_PERMISSIONS.roles),
     schema: { summary: 'List roles', tags, response: { 200: Type.Object({ roles: Type.Array(RoleView) }), ...problemResponses(ADMIN_PROBLEMS) } }
   }, async () => ({ roles: roles.list().map(roleView) }))
 
   app.get('/admin/roles/:name', {
+    ...operator(OPERATOR_PERMISSIONS.roles),
     schema: {
       summary: 'Show a role',
       tags,
@@ -31,6 +35,7 @@ export const adminRoleRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServ
   }, async (request) => ({ role: roleView(roles.get(request.params.name)) }))
 
   app.put('/admin/roles/:name', {
+    ...operator(OPERATOR_PERMISSIONS.roles),
     schema: {
       summary: 'Create a role or replace its permissions (and its traffic policies, when given)',
       tags,
@@ -41,6 +46,7 @@ export const adminRoleRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServ
   }, async (request) => ({ role: roleView(await roles.set(request.params.name, request.body.permissions, request.body.policies)) }))
 
   app.delete('/admin/roles/:name', {
+    ...operator(OPERATOR_PERMISSIONS.roles),
     schema: {
       summary: 'Delete a role no user holds',
       tags,

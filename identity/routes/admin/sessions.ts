@@ -7,6 +7,8 @@ import { Id, IdParams, SessionListLimit, SessionView } from '../../schemas.js'
 import type { IdentityServices } from '../../services/index.js'
 import { sessionView } from '../../views.js'
 import { ADMIN_PROBLEMS } from './credential-guard.js'
+import { operator } from './operator-route.js'
+import { OPERATOR_PERMISSIONS } from '../../services/operator-permissions.js'
 
 const tags = ['sessions']
 const BY_ID = [...ADMIN_PROBLEMS, CommonProblems.validationFailed, IdentityProblems.sessionNotFound]
@@ -16,6 +18,7 @@ export const adminSessionRoutes: FastifyPluginAsyncTypebox<{ services: IdentityS
   const { sessions, clock } = services
 
   app.get('/admin/sessions', {
+    ...operator(OPERATOR_PERMISSIONS.sessions),
     schema: {
       summary: 'List sessions, newest first',
       tags,
@@ -31,10 +34,12 @@ export const adminSessionRoutes: FastifyPluginAsyncTypebox<{ services: IdentityS
   }))
 
   app.get('/admin/sessions/:id', {
+    ...operator(OPERATOR_PERMISSIONS.sessions),
     schema: { summary: 'Show a session', tags, params: IdParams, response: { 200: Type.Object({ session: SessionView }), ...problemResponses(BY_ID) } }
   }, async (request) => ({ session: sessionView(sessions.get(request.params.id), clock.now()) }))
 
   app.delete('/admin/sessions/:id', {
+    ...operator(OPERATOR_PERMISSIONS.sessions),
     schema: { summary: 'Revoke a session', tags, params: IdParams, response: { 200: Type.Object({ session: SessionView }), ...problemResponses(BY_ID) } }
   }, async (request) => ({ session: sessionView(await sessions.revoke(request.params.id, 'admin'), clock.now()) }))
 }

@@ -5,6 +5,8 @@ import { SigningKeyView } from '../../schemas.js'
 import type { IdentityServices } from '../../services/index.js'
 import { signingKeyView } from '../../views.js'
 import { ADMIN_PROBLEMS } from './credential-guard.js'
+import { operator } from './operator-route.js'
+import { OPERATOR_PERMISSIONS } from '../../services/operator-permissions.js'
 
 const tags = ['signing-keys']
 
@@ -13,6 +15,7 @@ export const adminSigningKeyRoutes: FastifyPluginAsyncTypebox<{ services: Identi
   const { signingKeys, clock } = services
 
   app.get('/admin/signing-keys', {
+    ...operator(OPERATOR_PERMISSIONS.signingKeys),
     schema: {
       summary: 'List signing keys (public data only)',
       tags,
@@ -21,6 +24,7 @@ export const adminSigningKeyRoutes: FastifyPluginAsyncTypebox<{ services: Identi
   }, async () => ({ signing_keys: signingKeys.list().map((k) => signingKeyView(k, clock.now())) }))
 
   app.post('/admin/signing-keys/rotate', {
+    ...operator(OPERATOR_PERMISSIONS.signingKeys),
     schema: { summary: 'Rotate the signing key', tags, response: { 200: Type.Object({ signing_key: SigningKeyView }), ...problemResponses(ADMIN_PROBLEMS) } }
   }, async () => ({ signing_key: signingKeyView(await signingKeys.rotate(), clock.now()) }))
 }

@@ -7,6 +7,8 @@ import { Email, IdParams, MAX_ROLES_PER_USER, Password, RoleName, SessionView, U
 import type { IdentityServices } from '../../services/index.js'
 import { sessionView, userView } from '../../views.js'
 import { ADMIN_PROBLEMS } from './credential-guard.js'
+import { operator } from './operator-route.js'
+import { OPERATOR_PERMISSIONS } from '../../services/operator-permissions.js'
 
 const closed = { additionalProperties: false } as const
 const UserAnswer = Type.Object({ user: UserView })
@@ -20,6 +22,7 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServ
   const view = (user: Parameters<typeof userView>[0]) => ({ user: userView(user, permissionsOf(user.id)) })
 
   app.post('/admin/users', {
+    ...operator(OPERATOR_PERMISSIONS.users),
     schema: {
       summary: 'Create a user',
       tags,
@@ -29,14 +32,17 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServ
   }, async (request, reply) => reply.code(201).send(view(await users.create(request.body))))
 
   app.get('/admin/users', {
+    ...operator(OPERATOR_PERMISSIONS.users),
     schema: { summary: 'List users', tags, response: { 200: Type.Object({ users: Type.Array(UserView) }), ...problemResponses(ADMIN_PROBLEMS) } }
   }, async () => ({ users: users.list().map((u) => userView(u, permissionsOf(u.id))) }))
 
   app.get('/admin/users/:id', {
+    ...operator(OPERATOR_PERMISSIONS.users),
     schema: { summary: 'Show a user', tags, params: IdParams, response: { 200: UserAnswer, ...problemResponses(BY_ID) } }
   }, async (request) => view(users.get(request.params.id)))
 
   app.put('/admin/users/:id/roles', {
+    ...operator(OPERATOR_PERMISSIONS.users),
     schema: {
       summary: "Replace a user's roles",
       tags,
@@ -47,6 +53,7 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServ
   }, async (request) => view(await users.setRoles(request.params.id, request.body.roles)))
 
   app.put('/admin/users/:id/password', {
+    ...operator(OPERATOR_PERMISSIONS.users),
     schema: {
       summary: "Change a user's password (ends all of the user's sessions)",
       tags,
@@ -58,6 +65,7 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServ
 
   for (const [action, disabled] of [['disable', true], ['enable', false]] as const) {
     app.post(`/admin/users/:id/${action}`, {
+      ...operator(OPERATOR_PERMISSIONS.users),
       schema: {
         summary: disabled ? "Disable a user (ends all of the user's sessions)" : 'Enable a disabled user',
         tags,
@@ -67,7 +75,9 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServ
     }, async (request) => view(await users.setDisabled(request.params.id, disabled)))
   }
 
+  // A user's sessions are sessions: the permission that lists and revokes anyone's.
   app.get('/admin/users/:id/sessions', {
+    ...operator(OPERATOR_PERMISSIONS.sessions),
     schema: {
       summary: "List a user's sessions",
       tags,
@@ -80,6 +90,7 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServ
   })
 
   app.delete('/admin/users/:id/sessions', {
+    ...operator(OPERATOR_PERMISSIONS.sessions),
     schema: {
       summary: "Revoke all of a user's sessions",
       tags,

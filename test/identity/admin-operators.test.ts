@@ -1,0 +1,189 @@
+import t, { type Test } from 'tap'
+import { ACCESS_TOKEN_TTL_SECONDS } from '../../common/access-token-profile.js'
+import { isOperatorPermission } from '../../identity/services/operator-permissions.js'
+import { assertJson, assertProblem, assertStatus } from '../helpers/assert.js'
+import { http, type HttpAnswer } from '../helpers/http.js'
+import { documentPath, recordRoutes, type Document } from '../helpers/openapi.js'
+import { makeOperator, type TestOperator } from '../helpers/operators.js'
+import { postLogout, refreshTokens, startWithAdmin, type AdminSetup } from '../helpers/session-setup.js'
+
+/**
+ * Operators are people: on the admin listener, beside the bootstrap admin token, a
+ * user's access token opens the /admin routes whose operator permission the user's
+ * roles grant now (read from the database at each request). `*` never grants one,
+ * `admin:*` grants all. A valid token without the permission is 403 admin_forbidden,
+ * naming it, and recorded in the audit trail; any unusable token is 401, as a wrong
+ * admin token. The routes are those the running app registered, not a list kept here.
+ */
+
+interface AdminRoute { method: string, url: string, permission: string }
+
+/** Every /admin route the app registered, with the operator permission its config names ('' when none). */
+function adminRoutesOf (routes: ReturnType<ReturnType<typeof recordRoutes>>): AdminRoute[] {
+  return routes
+    .filter((r) => r.url.startsWith('/admin/') || r.url === '/admin')
+    .flatMap((r) => r.methods.filter((m) => m !== 'HEAD').map((method) => ({
+      method,
+      url: r.url,
+      permission: typeof r.config.operatorPermission === 'string' ? r.config.operatorPermission : ''
+    })))
+}
+
+/** The route called with placeholder parameters and no body: the credential check answers before any validation. */
+async function callRoute (s: AdminSetup, route: AdminRoute, bearer: string): Promise<HttpAnswer> {
+  return await http(`${s.adminUrl}${route.url.replace(/:(\w+)/g, 'x_$1')}`, { method: route.method, bearer })
+}
+
+const admitted = (answer: HttpAnswer): boolean => answer.status !== 401 && answer.body?.code !== 'admin_forbidden'
+
+/** The app, its /admin routes, and operators of every kind the suite compares. */
+async function setup (t: Test) {
+  const routesOf = recordRoutes(t)
+  const s = await startWithAdmin(t)
+  const routes = adminRoutesOf(routesOf(s.identity.adminApp))
+  return { s, routes }
+}
+
+t.test('every /admin route names an operator permission, documented with its 403 (routes enumerated from the running app)', async (t) => {
+  const { s, routes } = await setup(t)
+  t.ok(routes.length >= 26, `the /admin routes were found (${routes.length})`)
+  const document = (await http(`${s.adminUrl}/openapi.json`)).body as Document
+  t.match(document.components?.securitySchemes?.operatorToken, { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }, 'a bearer scheme for operator tokens')
+  for (const route of routes) {
+    const label = `${route.method} ${route.url}`
+    t.ok(isOperatorPermission(route.permission) && route.permission !== 'admin:*', `${label}: needs ${route.permission || 'nothing'}`)
+    const operation = document.paths[documentPath(route.url)]?.[route.method.toLowerCase()]
+    t.same(operation?.security, [{ adminCredential: [] }, { operatorToken: [route.permission] }], `${label}: documented as admin token or operator token with it`)
+    t.match(operation?.responses[403]?.description, /`admin_forbidden`/, `${label}: documents 403 admin_forbidden`)
+  }
+})
+
+t.test('who opens what: the admin token and admin:* everything, admin:keys the key routes, * nothing', async (t) => {
+  const { s, routes } = await setup(t)
+  const everything = await makeOperator(t, s, ['admin:*'])
+  const keys = await makeOperator(t, s, ['admin:keys'])
+  const upstream = await makeOperator(t, s, ['*'])
+  const mixed = await makeOperator(t, s, ['users:list', 'admin:sessions'])
+
+  for (const route of routes) {
+    const label = `${route.method} ${route.url}`
+    const forbidden = async (who: TestOperator, name: string): Promise<void> => {
+      const answer = await callRoute(s, route, who.tokens.access_token)
+      assertProblem(t, answer, 403, 'admin_forbidden', `${label} with ${name}`)
+      t.equal(answer.body.detail, `This operation requires the ${route.permission} permission.`, `${label} with ${name}: names ${route.permission}`)
+    }
+    await forbidden(upstream, '*')
+    if (route.permission === 'admin:keys') t.ok(admitted(await callRoute(s, route, keys.tokens.access_token)), `${label}: admin:keys is let in`)
+    else await forbidden(keys, 'admin:keys')
+    if (route.permission === 'admin:sessions') t.ok(admitted(await callRoute(s, route, mixed.tokens.access_token)), `${label}: admin:sessions is let in`)
+    else await forbidden(mixed, 'users:list and admin:sessions')
+    t.ok(admitted(await callRoute(s, route, everything.tokens.access_token)), `${label}: admin:* is let in`)
+    t.ok(admitted(await callRoute(s, route, s.adminToken)), `${label}: the admin token is let in`)
+  }
+})
+
+t.test('an admin:keys operator manages keys, and is told which permission the users routes need', async (t) => {
+  const s = await startWithAdmin(t)
+  const operator = await makeOperator(t, s, ['admin:keys'])
+  const created = await operator.call('POST', '/admin/keys', { name: 'reporting', permissions: ['users:list'], expires_at: '2026-06-01T00:00:00Z' })
+  assertJson(t, created, 201, 'creates a key')
+  const id = created.body.api_key.id as string
+  assertJson(t, await operator.call('GET', '/admin/keys'), 200, 'lists keys')
+  assertJson(t, await operator.call('PATCH', `/admin/keys/${id}`, { permissions: ['users:read'] }), 200, 'changes it')
+  assertJson(t, await operator.call('POST', `/admin/keys/${id}/rotate`), 200, 'rotates it')
+  const revoked = await operator.call('POST', `/admin/keys/${id}/revoke`)
+  assertJson(t, revoked, 200, 'revokes it')
+  t.equal(revoked.body.api_key.status, 'revoked')
+
+  const users = await operator.call('GET', '/admin/users')
+  assertProblem(t, users, 403, 'admin_forbidden', 'GET /admin/users')
+  t.equal(users.body.detail, 'This operation requires the admin:users permission.', 'naming admin:users')
+  t.notOk(users.text.includes(operator.tokens.access_token), 'the token is not echoed')
+  assertProblem(t, await operator.call('PUT', `/admin/users/${operator.userId}/roles`, { roles: ['admin'] }), 403, 'admin_forbidden',
+    'nor may it change its own roles')
+})
+
+t.test('the 403 is recorded in the audit trail, naming the user and the route; what an operator changes names them too', async (t) => {
+  const s = await startWithAdmin(t)
+  const operator = await makeOperator(t, s, ['admin:keys'])
+  assertProblem(t, await operator.call('GET', '/admin/users/usr_nobody'), 403, 'admin_forbidden')
+  const refusals = await s.admin('GET', `/admin/audit?action=admin.access&actor_id=${operator.userId}`)
+  assertJson(t, refusals, 200, 'the audit trail')
+  t.match(refusals.body.records, [{
+    action: 'admin.access',
+    outcome: 'failure',
+    error_code: 'admin_forbidden',
+    actor: { type: 'user', id: operator.userId },
+    target: { type: 'route', id: 'GET /admin/users/:id' },
+    source: { ip: '127.0.0.1' }
+  }], 'one failure record, the route as its pattern')
+  t.equal(refusals.body.records.length, 1, 'exactly one')
+
+  assertJson(t, await operator.call('POST', '/admin/keys', { name: 'by-an-operator', permissions: ['users:list'], expires_at: '2026-06-01T00:00:00Z' }), 201)
+  const changes = await s.admin('GET', `/admin/audit?actor_id=${operator.userId}`)
+  t.ok(changes.body.records.some((r: { action: string, outcome: string }) => r.action !== 'admin.access' && r.outcome === 'success'),
+    'the key creation is recorded as the operator\'s', { records: changes.body.records })
+  assertJson(t, await s.admin('POST', '/admin/keys', { name: 'by-the-token', permissions: ['users:list'], expires_at: '2026-06-01T00:00:00Z' }), 201)
+  const bootstrap = await s.admin('GET', '/admin/audit?actor_type=admin_token')
+  const actors = new Set(bootstrap.body.records.map((r: { actor: { type: string, id: string } }) => `${r.actor.type}/${r.actor.id}`))
+  t.same([...actors], ['admin_token/bootstrap'], 'the admin token acts as admin_token/bootstrap')
+})
+
+t.test('what the database says now wins over the token: role removed, role changed, user disabled, session ended, token expired', async (t) => {
+  const s = await startWithAdmin(t)
+  const check = async (who: TestOperator, status: number, label: string): Promise<void> => {
+    const answer = await who.call('GET', '/admin/keys')
+    if (status === 200) assertJson(t, answer, 200, label)
+    else assertProblem(t, answer, status, status === 401 ? 'admin_unauthorized' : 'admin_forbidden', label)
+  }
+
+  const removed = await makeOperator(t, s, ['admin:keys'])
+  await check(removed, 200, 'role held: let in')
+  assertStatus(t, await s.admin('PUT', `/admin/users/${removed.userId}/roles`, { roles: [] }), 200, 'role removed')
+  await check(removed, 403, 'the next request with the same token: 403')
+
+  const changed = await makeOperator(t, s, ['admin:keys'])
+  assertStatus(t, await s.admin('PUT', `/admin/roles/${changed.role}`, { permissions: ['keys:read'] }), 200, 'the role loses admin:keys')
+  await check(changed, 403, 'role changed: 403 at once')
+  assertStatus(t, await s.admin('PUT', `/admin/roles/${changed.role}`, { permissions: ['admin:*'] }), 200, 'and gains admin:*')
+  await check(changed, 200, 'role changed back: let in at once, with the same token')
+
+  const disabled = await makeOperator(t, s, ['admin:*'])
+  assertStatus(t, await s.admin('POST', `/admin/users/${disabled.userId}/disable`), 200, 'user disabled')
+  await check(disabled, 401, 'disabled user: 401')
+
+  const loggedOut = await makeOperator(t, s, ['admin:*'])
+  assertStatus(t, await postLogout(s, loggedOut.tokens.access_token), 204, 'logged out')
+  await check(loggedOut, 401, 'logged-out session: 401')
+
+  const revoked = await makeOperator(t, s, ['admin:*'])
+  assertStatus(t, await s.admin('DELETE', `/admin/sessions/${revoked.tokens.sid}`), 200, 'session revoked by an admin')
+  await check(revoked, 401, 'revoked session: 401')
+
+  const reused = await makeOperator(t, s, ['admin:*'])
+  assertStatus(t, await refreshTokens(s, reused.tokens), 200, 'refreshed once')
+  s.clock.advance(1_000)
+  assertStatus(t, await refreshTokens(s, reused.tokens), 401, 'the spent refresh token again: the session is revoked')
+  await check(reused, 401, 'refresh-revoked session: 401')
+
+  const expired = await makeOperator(t, s, ['admin:*'])
+  await check(expired, 200, 'fresh token: let in')
+  s.clock.advance(ACCESS_TOKEN_TTL_SECONDS * 1000 + 1_000)
+  await check(expired, 401, 'expired access token: 401')
+})
+
+t.test('no enumeration, and the other credentials keep their places', async (t) => {
+  const s = await startWithAdmin(t)
+  const operator = await makeOperator(t, s, ['admin:*'])
+  const bearer = operator.tokens.access_token
+  for (const path of ['/admin/nothing-here', '/admin', '/nothing', '/admin/keys/key_x/frobnicate']) {
+    assertProblem(t, await http(`${s.adminUrl}${path}`, { bearer }), 401, 'admin_unauthorized', `${path} with an operator token`)
+    assertProblem(t, await http(`${s.adminUrl}${path}`), 401, 'admin_unauthorized', `${path} without a credential`)
+  }
+  assertProblem(t, await http(`${s.adminUrl}/internal/sessions/revoked`, { bearer }), 401, 'service_unauthorized', '/internal: never an operator token')
+  assertProblem(t, await http(`${s.adminUrl}/metrics`, { bearer }), 401, 'admin_unauthorized', '/metrics: admin or service token only')
+  const forged = `${bearer.slice(0, -4)}AAAA`
+  assertProblem(t, await http(`${s.adminUrl}/admin/keys`, { bearer: forged }), 401, 'admin_unauthorized', 'a token with a broken signature')
+  const publicAnswer = await http(`${s.publicUrl}/admin/keys`, { bearer })
+  assertProblem(t, publicAnswer, 404, 'not_found', 'the public listener serves no /admin route, whatever the token')
+})
