@@ -1,4 +1,5 @@
-import type { DemoAccounts } from './seed.js'
+import { DEMO_OPERATOR_ROLE, type DemoAccounts } from './seed.js'
+import { EVERY_OPERATOR_PERMISSION } from '../identity/services/operator-permissions.js'
 
 /** Where each part of a one-process start answers. */
 export interface DemoUrls {
@@ -35,7 +36,8 @@ function login (gateway: string, account: { email: string, password: string }): 
  * it in one shell (tokens travel in $SESSION, $AT and $RT; `node` reads the JSON, so
  * nothing beyond curl and Node is needed). A test runs exactly the printed lines.
  */
-export function curlSteps (gateway: string, accounts: DemoAccounts): CurlStep[] {
+export function curlSteps (urls: Pick<DemoUrls, 'gateway' | 'identityAdmin'>, accounts: DemoAccounts): CurlStep[] {
+  const { gateway } = urls
   return [
     {
       comment: 'list users with the demo API key (it has users:list)',
@@ -49,6 +51,12 @@ export function curlSteps (gateway: string, accounts: DemoAccounts): CurlStep[] 
       status: 201,
       expected: TOKEN_SET,
       then: TOKENS_FROM_SESSION
+    },
+    {
+      comment: `the admin is an operator too (${EVERY_OPERATOR_PERMISSION}): the same access token lists API keys on the admin API`,
+      command: `curl -s ${urls.identityAdmin}/admin/keys -H "authorization: Bearer $AT"`,
+      status: 200,
+      expected: '{"api_keys":[{"id":"key_…","name":"demo-key",…}]}'
     },
     {
       comment: 'list users with the access token, through the French alias, keys in camelCase',
@@ -104,7 +112,7 @@ function header (input: BannerInput): string[] {
       ['gateway, the one base URL', `${urls.gateway}   (API docs: ${urls.gateway}/docs)`],
       ...(urls.gatewayMetrics !== null ? [['gateway metrics, private', `${urls.gatewayMetrics}/metrics   (Prometheus text; not on the base URL)`] as [string, string]] : []),
       ['identity, public', `${urls.identity}   (docs: ${urls.identity}/docs)`],
-      ['identity, admin + internal', `${urls.identityAdmin}   (Authorization: Bearer <adminToken in ${input.credentialsFile}>)`],
+      ['identity, admin + internal', `${urls.identityAdmin}   (Authorization: Bearer <adminToken in ${input.credentialsFile}> or an operator's access token)`],
       ['upstream-mock', `${urls.upstreamMock}`],
       ['database', input.databasePath]
     ]),
@@ -120,7 +128,8 @@ export function firstStartBanner (input: BannerInput, accounts: DemoAccounts): s
     ...header(input),
     'Demo accounts, created now. Their secrets are printed this once and stored only as hashes: keep them.',
     ...table([
-      ['admin', `${accounts.admin.email}   password ${accounts.admin.password}   (role admin: every permission)`],
+      ['admin', `${accounts.admin.email}   password ${accounts.admin.password}   (role admin: every permission; role ${DEMO_OPERATOR_ROLE}: ${EVERY_OPERATOR_PERMISSION}, ` +
+        'so their access token also opens the admin API)'],
       ['user', `${accounts.user.email}   password ${accounts.user.password}   (role staff: tasks and meetings, not users:list)`],
       ['API key', `${accounts.apiKey.name}   ${accounts.apiKey.key}   (${accounts.apiKey.permissions.join(', ')}; expires ${new Date(accounts.apiKey.expiresAt).toISOString().slice(0, 10)})`]
     ]),
@@ -128,7 +137,7 @@ export function firstStartBanner (input: BannerInput, accounts: DemoAccounts): s
     'Try it: paste these lines into a shell, in order (each comment shows the status and body to expect).',
     ''
   ]
-  for (const step of curlSteps(input.urls.gateway, accounts)) {
+  for (const step of curlSteps(input.urls, accounts)) {
     if (step.comment !== undefined) lines.push(`${INDENT}# ${step.comment}`)
     lines.push(`${INDENT}${step.command}`, `${INDENT}#   ${step.status} ${step.expected}`)
     if (step.then !== undefined) lines.push(`${INDENT}${step.then}`)

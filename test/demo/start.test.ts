@@ -82,10 +82,14 @@ t.test('npm start on a fresh folder: demo accounts printed once, every printed c
   const lines = printedShellLines(banner)
   const commands = lines.filter((line) => !line.startsWith('#'))
   const expectations = lines.filter((line) => /^#\s+\d{3} /.test(line)).map(expectation)
-  t.equal(expectations.length, 6, 'six examples: key, login, token + inflection, refresh via /jetons, user login, 403')
+  t.equal(expectations.length, 7, 'seven examples: key, login, admin API with the access token, token + inflection, refresh via /jetons, user login, 403')
   t.match(lines.join('\n'), /-H 'x-api-key: ptk_/, 'one lists users with the key')
   t.match(lines.join('\n'), /\/jetons/, 'one refreshes through /jetons')
   t.match(lines.join('\n'), /x-api-inflection: camel/, 'one asks for an inflection')
+  t.match(lines.join('\n'), new RegExp(`curl -s ${setup.identityAdmin}/admin/keys -H "authorization: Bearer \\$AT"`),
+    'one calls the admin API with the demo admin\'s access token, not the admin token')
+  t.match(banner, /admin@example\.com {3}password \S+ {3}\(role admin: every permission; role operator: admin:\*, so their access token also opens the admin API\)/,
+    'the banner says the admin is an operator')
 
   const run = await runPrinted(commands)
   t.equal(run.code, 0, 'the lines run without a shell error')
@@ -97,7 +101,9 @@ t.test('npm start on a fresh folder: demo accounts printed once, every printed c
     const { body } = expectations[index] as { body: RegExp }
     t.match(output, body, `answer ${index + 1} reads as printed`)
   })
-  const denied = JSON.parse(printed[5] as string)
+  const operated = JSON.parse(printed[2] as string)
+  t.same(operated.api_keys.map((k: { name: string }) => k.name), ['demo-key'], 'the operator lists the demo key on the admin API')
+  const denied = JSON.parse(printed[6] as string)
   t.equal(denied.missing_permission, 'users:list', 'the 403 names users:list')
 
   const documentation = await http(`${setup.gateway}/openapi.json`)
