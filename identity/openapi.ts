@@ -2,6 +2,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { generatedDocument, unusedWhileRegistering, type DocumentationOptions } from '../common/openapi.js'
 import { healthRoutes } from './routes/health.js'
 import { jwksRoutes } from './routes/public/jwks.js'
+import { meRoutes } from './routes/public/me.js'
+import { meKeyRoutes } from './routes/public/me-keys.js'
+import { meSessionRoutes } from './routes/public/me-sessions.js'
 import { sessionRoutes } from './routes/public/sessions.js'
 import { tokenRoutes } from './routes/public/tokens.js'
 import type { IdentityServices } from './services/index.js'
@@ -15,11 +18,12 @@ import type { IdentityServices } from './services/index.js'
 
 /** The public listener's routes, in order: the app and its documentation share the list. */
 export const PUBLIC_ROUTE_PLUGINS: ReadonlyArray<FastifyPluginAsyncTypebox<{ services: IdentityServices }>> =
-  [healthRoutes, sessionRoutes, tokenRoutes, jwksRoutes]
+  [healthRoutes, sessionRoutes, tokenRoutes, jwksRoutes, meRoutes, meKeyRoutes, meSessionRoutes]
 
 export const IDENTITY_PUBLIC_DOCUMENTATION: DocumentationOptions = {
   title: 'Portier identity — public API',
-  description: 'Log in, refresh and log out, and the public keys that verify access tokens. ' +
+  description: 'Log in, refresh and log out, the public keys that verify access tokens, and self-service ' +
+    '(a user\'s own API keys and sessions, with an access token). ' +
     'Clients call these through the gateway; errors are RFC 9457 `application/problem+json`.',
   securitySchemes: {
     accessToken: {
@@ -32,6 +36,7 @@ export const IDENTITY_PUBLIC_DOCUMENTATION: DocumentationOptions = {
   tags: [
     { name: 'sessions', description: 'Log in and log out.' },
     { name: 'tokens', description: 'Refresh token sets; the keys that verify access tokens.' },
+    { name: 'self-service', description: 'Your profile, your own API keys (bounded by what you hold) and your sessions: with an access token, never an API key.' },
     { name: 'health', description: 'Liveness.' }
   ]
 }

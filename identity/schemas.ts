@@ -1,6 +1,7 @@
 import { Type } from 'typebox'
 import { PERMISSION_PATTERN } from '../common/permissions.js'
 import { TrafficPolicies } from '../common/traffic/policy.js'
+import { KEY_ORIGINS } from './store/api-keys-store.js'
 
 /**
  * JSON schemas shared by identity's routes. Every body is closed
@@ -26,6 +27,8 @@ export const IdParams = Type.Object({ id: Id }, closed)
 export const MAX_ROLES_PER_USER = 64
 /** Longest grace an operator may give an old secret after a rotation: 90 days. */
 export const GraceSeconds = Type.Integer({ minimum: 0, maximum: 7_776_000 })
+/** A self-service key lifetime a role may set, in days (as IDENTITY_SELF_SERVICE_KEY_MAX_LIFETIME_DAYS). */
+export const KeyLifetimeDays = Type.Integer({ minimum: 1, maximum: 3650 })
 /** Page size of session listings. */
 export const SessionListLimit = Type.Integer({ minimum: 1, maximum: 1000, default: 100 })
 
@@ -65,6 +68,8 @@ export const RoleView = Type.Object({
   name: Type.String(),
   permissions: Type.Array(Type.String()),
   policies: TrafficPolicies,
+  /** The longest lifetime a holder may give a key through /me/keys; null: the configured default. */
+  key_max_lifetime_days: Type.Union([KeyLifetimeDays, Type.Null()]),
   created_at: Timestamp,
   updated_at: Timestamp
 })
@@ -98,6 +103,8 @@ const KeySecretView = Type.Object({
 export const ApiKeyView = Type.Object({
   id: Type.String(),
   name: Type.String(),
+  /** Where it was made: the admin API, the CLI, its owner through /me/keys, or the demo's seeding. */
+  origin: Type.Enum(KEY_ORIGINS),
   key_prefix: Type.String(),
   permissions: Type.Array(Type.String()),
   /** The key's own traffic policies; its owner's roles' apply too. */
@@ -129,6 +136,18 @@ export const CreatedKeyView = Type.Object({
   /** The full key: shown in this answer only. */
   key: Type.String(),
   warnings: Type.Array(Type.String())
+})
+
+/** One of a user's own live sessions, as GET /me/sessions shows it. */
+export const OwnSessionView = Type.Object({
+  id: Type.String(),
+  ip_address: Type.String(),
+  user_agent: Type.String(),
+  created_at: Timestamp,
+  last_used_at: Timestamp,
+  expires_at: Timestamp,
+  /** The session of the presented access token. */
+  current: Type.Boolean()
 })
 
 export const SigningKeyView = Type.Object({

@@ -5,7 +5,8 @@ import type { RoleRecord } from './store/roles-store.js'
 import type { SessionRecord } from './store/sessions-store.js'
 import type { SigningKeyRecord } from './store/signing-keys-store.js'
 import type { UserRecord } from './store/users-store.js'
-import type { ApiKeyView, RoleView, SessionView, SigningKeyView, UserView } from './schemas.js'
+import { ownerKeyName } from './services/key-namespace.js'
+import type { ApiKeyView, OwnSessionView, RoleView, SessionView, SigningKeyView, UserView } from './schemas.js'
 
 /**
  * Records → the JSON the admin API and the CLI show: snake_case members, ISO 8601
@@ -31,7 +32,12 @@ export function userView (user: UserRecord, permissions: string[]): Static<typeo
 
 export function roleView (role: RoleRecord): Static<typeof RoleView> {
   return {
-    name: role.name, permissions: role.permissions, policies: role.policies, created_at: iso(role.createdAt), updated_at: iso(role.updatedAt)
+    name: role.name,
+    permissions: role.permissions,
+    policies: role.policies,
+    key_max_lifetime_days: role.keyMaxLifetimeDays,
+    created_at: iso(role.createdAt),
+    updated_at: iso(role.updatedAt)
   }
 }
 
@@ -61,6 +67,7 @@ export function apiKeyView (key: ApiKeyRecord, secrets: ApiKeySecretRecord[], no
   return {
     id: key.id,
     name: key.name,
+    origin: key.origin,
     key_prefix: current !== undefined ? keyPrefix(current.lookupId) : '',
     permissions: key.permissions,
     policies: key.policies,
@@ -95,6 +102,24 @@ export function apiKeyView (key: ApiKeyRecord, secrets: ApiKeySecretRecord[], no
       last_used_ip: s.lastUsedIp,
       use_count: s.useCount
     }))
+  }
+}
+
+/** A key as its owner sees it through /me/keys: as operators do, with its name in the owner's namespace. */
+export function ownKeyView (key: ApiKeyRecord, secrets: ApiKeySecretRecord[], now: number): Static<typeof ApiKeyView> {
+  const view = apiKeyView(key, secrets, now)
+  return key.ownerUserId === null ? view : { ...view, name: ownerKeyName(key.name, key.ownerUserId) }
+}
+
+export function ownSessionView (session: SessionRecord, currentSessionId: string): Static<typeof OwnSessionView> {
+  return {
+    id: session.id,
+    ip_address: session.ipAddress,
+    user_agent: session.userAgent,
+    created_at: iso(session.createdAt),
+    last_used_at: iso(session.lastUsedAt),
+    expires_at: iso(session.expiresAt),
+    current: session.id === currentSessionId
   }
 }
 

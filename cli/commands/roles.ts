@@ -1,10 +1,22 @@
-import type { Command } from 'commander'
-import { Permissions, RoleName } from '../../identity/schemas.js'
+import { Option, type Command } from 'commander'
+import { KeyLifetimeDays, Permissions, RoleName } from '../../identity/schemas.js'
 import { roleView } from '../../identity/views.js'
 import type { CliIo } from '../io.js'
 import { identityAction } from '../identity-action.js'
-import { checked, checkedArgument, parseList, PERMISSIONS_HINT } from '../input.js'
+import { checked, checkedArgument, parseList, parseWholeNumber, PERMISSIONS_HINT } from '../input.js'
 import { policiesFrom, withPolicyOptions, type PolicyOptions } from '../policy-argument.js'
+
+/** What `--key-max-lifetime-days` and `--no-key-max-lifetime-days` give: days, false for the default, undefined to keep it. */
+interface LifetimeOptions { keyMaxLifetimeDays?: string | false }
+
+const LIFETIME_OPTION = '--key-max-lifetime-days'
+
+/** The role's self-service key lifetime the options set: days, null (the default), or undefined (unchanged). */
+function lifetimeFrom (options: LifetimeOptions): number | null | undefined {
+  if (options.keyMaxLifetimeDays === false) return null
+  if (options.keyMaxLifetimeDays === undefined) return undefined
+  return checked(KeyLifetimeDays, parseWholeNumber(options.keyMaxLifetimeDays, LIFETIME_OPTION), LIFETIME_OPTION)
+}
 
 /** `portier roles …`: the operations of /admin/roles. */
 export function registerRoleCommands (program: Command, io: CliIo): void {
@@ -14,12 +26,15 @@ export function registerRoleCommands (program: Command, io: CliIo): void {
     .description('create a role or replace its permissions, and its traffic policies when --policy or --no-policies is given')
     .argument('<name>', 'role name (lower case, digits, - and _)')
     .requiredOption('--permissions <list>', 'comma-separated permissions, e.g. users:list,tasks:* (quote * in the shell)')
-    .action(identityAction<PolicyOptions & { permissions: string }>(io, async ({ args, options, services }) => {
+    .addOption(new Option(`${LIFETIME_OPTION} <days>`, 'the longest lifetime a holder may give a key they make themselves (1 to 3650 days; the largest of their roles\' applies)'))
+    .addOption(new Option('--no-key-max-lifetime-days', 'holders get the configured default lifetime again (the last of the two options given counts)'))
+    .action(identityAction<PolicyOptions & LifetimeOptions & { permissions: string }>(io, async ({ args, options, services }) => {
       const name = checkedArgument(RoleName, args[0], 'name')
       const permissions = checked(Permissions, parseList(options.permissions), '--permissions', PERMISSIONS_HINT)
       const policies = policiesFrom(options)
+      const lifetime = lifetimeFrom(options)
       const s = await services()
-      return { body: { role: roleView(await s.roles.set(name, permissions, policies)) } }
+      return { body: { role: roleView(await s.roles.set(name, permissions, policies, lifetime)) } }
     }))
 
   roles.command('list')

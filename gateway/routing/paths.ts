@@ -27,7 +27,17 @@ export const IDENTITY_ROUTES: readonly IdentityRoute[] = Object.freeze(([
   { method: 'POST', path: '/tokens' },
   // Identity serves the French path itself, so it is forwarded as is rather than aliased.
   { method: 'POST', path: '/jetons' },
-  { method: 'GET', path: '/.well-known/jwks.json' }
+  { method: 'GET', path: '/.well-known/jwks.json' },
+  // Self-service: identity checks the access token itself (an API key is refused there).
+  { method: 'GET', path: '/me' },
+  { method: 'GET', path: '/me/keys' },
+  { method: 'POST', path: '/me/keys' },
+  { method: 'GET', path: '/me/keys/:id' },
+  { method: 'POST', path: '/me/keys/:id/rotate' },
+  { method: 'POST', path: '/me/keys/:id/revoke' },
+  { method: 'GET', path: '/me/sessions' },
+  { method: 'DELETE', path: '/me/sessions/:id' },
+  { method: 'POST', path: '/me/sessions/revoke-others' }
 ] satisfies IdentityRoute[]).map((route) => Object.freeze(route)))
 
 /** `/a/b` → ['a', 'b']; `/` → []. */

@@ -86,7 +86,8 @@ function checkRoutes (upstream: Upstream, place: string, declared: Map<string, D
       ? undefined
       : upstreamPathProblem(withBasePath(base, route.path), upstream.prefix === '/' && base === '')
     if (upstreamProblem !== undefined) out.problems.push(`${where}.path: ${label} ${upstreamProblem}`)
-    const identity = IDENTITY_ROUTES.find((r) => r.path === pattern)
+    // By pattern key: `/me/keys/:keyId` is identity's `/me/keys/:id` under another parameter name.
+    const identity = IDENTITY_ROUTES.find((r) => patternKey(r.path) === patternKey(pattern))
     if (identity !== undefined) {
       out.problems.push(`${where}: ${label} collides with the built-in identity route ${identity.method} ${identity.path}`)
     }

@@ -6,13 +6,15 @@ import type { KeyInvalidReason } from '../../common/internal-api.js'
 import { normalizePermissions } from '../../common/permissions.js'
 import type { GrantedPolicy, TrafficPolicy } from '../../common/traffic/policy.js'
 import type { Db } from '../store/db.js'
-import type { ApiKeysStore, ApiKeyRecord, ApiKeySecretRecord, KeyUseReport } from '../store/api-keys-store.js'
+import type { ApiKeysStore, ApiKeyRecord, ApiKeySecretRecord, KeyOrigin, KeyUseReport } from '../store/api-keys-store.js'
 import type { UsersStore } from '../store/users-store.js'
+import { CommonProblems } from '../../common/problem.js'
 import { IdentityProblems } from '../errors.js'
 import type { IdentityMetrics } from '../observability/metrics.js'
 import type { KeyVerificationResult } from '../observability/metrics.js'
 import { createAttemptBudget } from './attempt-budget.js'
 import type { Clock } from './clock.js'
+import { userNamespaceOf } from './key-namespace.js'
 import type { KeySecrets } from './key-secrets.js'
 import { checkedPolicies, keyPolicyGrants } from './traffic-policies.js'
 
@@ -68,6 +70,8 @@ export interface NewKey {
   policies?: TrafficPolicy[]
   /** The user the key belongs to; absent or null: nobody's. */
   ownerUserId?: string | null
+  /** Where it is made; absent: the admin API. */
+  origin?: KeyOrigin
 }
 
 export type ApiKeys = ReturnType<typeof createApiKeys>
@@ -99,6 +103,14 @@ export function createApiKeys (options: ApiKeysOptions) {
   function requireOwner (userId: string | null): string | null {
     if (userId !== null && users.byId(userId) === null) throw IdentityProblems.userNotFound([userId])
     return userId
+  }
+
+  /** Only its owner, through self-service, makes keys in a user's namespace (key-namespace.ts): nobody squats it. */
+  function requireOwnNamespace (name: string, origin: KeyOrigin, ownerUserId: string | null): void {
+    const namespace = userNamespaceOf(name)
+    if (namespace !== null && (origin !== 'self_service' || namespace !== ownerUserId)) {
+      throw CommonProblems.validationFailed([`name: a name starting with ${namespace}/ is in that user's own namespace, for the keys they make themselves`])
+    }
   }
 
   function mutable (id: string): ApiKeyRecord {
@@ -200,6 +212,8 @@ export function createApiKeys (options: ApiKeysOptions) {
     async create (input: NewKey): Promise<CreatedKey> {
       const policies = checkedPolicies(input.policies ?? [])
       const ownerUserId = requireOwner(input.ownerUserId ?? null)
+      const origin = input.origin ?? 'admin'
+      requireOwnNamespace(input.name, origin, ownerUserId)
       if (store.byName(input.name) !== null) throw IdentityProblems.keyNameTaken([input.name])
       const { expiresAt, warnings } = checkedExpiry(input.expiresAt)
       const generated = generateApiKey()
@@ -207,7 +221,7 @@ export function createApiKeys (options: ApiKeysOptions) {
       const id = newId('key')
       try {
         db.transaction(() => {
-          store.insert({ id, name: input.name, permissions: normalizePermissions(input.permissions), policies, ownerUserId, expiresAt },
+          store.insert({ id, name: input.name, origin, permissions: normalizePermissions(input.permissions), policies, ownerUserId, expiresAt },
             { lookupId: generated.lookupId, secretHash }, clock.now())
         })()
       } catch (err) {

@@ -26,6 +26,9 @@ import { createOwnedKeyNotices } from './owned-keys.js'
 import { createArgon2Hashers } from './password-hasher.js'
 import { createQuotas, type Quotas } from './quotas.js'
 import { createRoles, type Roles } from './roles.js'
+import { createKeyChangeLimiter } from './key-change-limiter.js'
+import { createSelfService, type SelfService } from './self-service.js'
+import { createSelfServiceSessions, type SelfServiceSessions } from './self-service-sessions.js'
 import { createSessions, type Sessions } from './sessions.js'
 import { createSigningKeyProtection } from './signing-key-protection.js'
 import { createSigningKeys, type SigningKeys } from './signing-keys.js'
@@ -55,6 +58,10 @@ export interface IdentityServices {
   audit: Audit & { heads: AuditHeads }
   /** The union of a user's role permissions. */
   permissionsOf: (userId: string) => string[]
+  /** A user's own keys, bounded by them (/me/keys). */
+  selfService: SelfService
+  /** A user's own sessions (/me/sessions). */
+  selfServiceSessions: SelfServiceSessions
 }
 
 /**
@@ -123,14 +130,15 @@ export async function createIdentityServices (config: IdentityCoreConfig, deps: 
     refreshReuseGraceSeconds: config.refreshReuseGraceSeconds
   })
   const users = createUsers({ db, store: usersStore, roles: rolesStore, hasher: hashers.passwords, sessions, events, clock, ownerPoliciesChanged })
+  // Identity's clock, not Redis's: identity is the one writer, and its tests move the clock.
+  const counters = deps.redis !== undefined && deps.redis !== null ? createRedisCounters(deps.redis, { now: clock.now }) : undefined
   const throttle = createLoginThrottle({
     ...config.loginThrottle,
     clock,
-    // Identity's clock, not Redis's: identity is the one writer, and its tests move the clock.
-    ...(deps.redis !== undefined && deps.redis !== null ? { store: createRedisCounters(deps.redis, { now: clock.now }) } : {}),
+    ...(counters !== undefined ? { store: counters } : {}),
     log: deps.log ?? silentLog
   })
-  return {
+  const services = {
     clock,
     // Inside, the services call each other unwrapped; what the apps and the CLI call records itself.
     login: auditedLogin(createLogin({ users: usersStore, userAccounts: users, hasher: hashers.passwords, sessions, throttle, metrics }), usersStore, audit),
@@ -153,6 +161,20 @@ export async function createIdentityServices (config: IdentityCoreConfig, deps: 
     signingKeys,
     accessTokens,
     audit: { ...audit, heads: createAuditHeads({ audit, signingKeys, clock, issuer: config.issuer }) },
-    permissionsOf: (userId) => usersStore.permissionsOf(userId)
+    permissionsOf: (userId: string) => usersStore.permissionsOf(userId)
   }
+  // Through the recorded services: what a user changes themselves is in the audit trail too.
+  const selfService = createSelfService({
+    apiKeys: services.apiKeys,
+    keys: apiKeysStore,
+    users: services.users,
+    permissionsOf: services.permissionsOf,
+    rolesOf: rolesStore.ofUser,
+    limiter: createKeyChangeLimiter({ perHour: config.selfService.keyChangesPerHour, clock, store: counters, log: deps.log ?? silentLog }),
+    audit,
+    clock,
+    limits: config.selfService,
+    defaultRotationGraceSeconds: config.apiKeyRotationGraceSeconds
+  })
+  return { ...services, selfService, selfServiceSessions: createSelfServiceSessions({ sessions: services.sessions, clock }) }
 }

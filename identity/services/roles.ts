@@ -35,16 +35,19 @@ export function createRoles (options: RolesOptions) {
     list: () => store.list(),
 
     /**
-     * Creates or replaces a role's permissions, and its traffic policies when given
-     * (absent: a new role has none, an existing one keeps its own).
+     * Creates or replaces a role's permissions, and its traffic policies and self-service
+     * key lifetime (days, null: the default) when given (absent: a new role has none, an
+     * existing one keeps its own).
      */
-    async set (name: string, permissions: string[], policies?: TrafficPolicy[]): Promise<RoleRecord> {
+    async set (name: string, permissions: string[], policies?: TrafficPolicy[], keyMaxLifetimeDays?: number | null): Promise<RoleRecord> {
       const given = policies !== undefined ? checkedPolicies(policies) : undefined
       const { before, after, holders } = db.transaction(() => {
-        const before = store.get(name)?.policies ?? []
+        const existing = store.get(name)
+        const before = existing?.policies ?? []
         const after = given ?? before
         requireRolePolicyRoom(store.mostPoliciesBesides(name) + after.length, 'policies', `a holder of role ${name}`)
-        store.upsert(name, { permissions: normalizePermissions(permissions), policies: after }, clock.now())
+        const lifetime = keyMaxLifetimeDays !== undefined ? keyMaxLifetimeDays : existing?.keyMaxLifetimeDays ?? null
+        store.upsert(name, { permissions: normalizePermissions(permissions), policies: after, keyMaxLifetimeDays: lifetime }, clock.now())
         return { before, after, holders: store.usersWith(name) }
       }).immediate()
       await events.publish({ type: 'role.changed', role: name, userIds: holders, at: new Date(clock.now()).toISOString() })

@@ -3,9 +3,14 @@ import { commitWithoutSync } from './database.js'
 import type { Db } from './db.js'
 import { createBatchLedger } from './usage-batches.js'
 
+/** Where a key was made: the admin API, the CLI, its owner through /me/keys, or the demo's seeding. */
+export const KEY_ORIGINS = ['admin', 'cli', 'self_service', 'seed'] as const
+export type KeyOrigin = typeof KEY_ORIGINS[number]
+
 export interface ApiKeyRecord {
   id: string
   name: string
+  origin: KeyOrigin
   permissions: string[]
   /** The key's own traffic policies, in the order given. */
   policies: TrafficPolicy[]
@@ -54,6 +59,7 @@ export interface KeyFields {
 interface KeyRow {
   id: string
   name: string
+  origin: KeyOrigin
   permissions: string
   traffic_policies: string
   owner_user_id: string | null
@@ -90,6 +96,7 @@ function toKey (row: KeyRow | undefined): ApiKeyRecord | null {
   return {
     id: row.id,
     name: row.name,
+    origin: row.origin,
     permissions: JSON.parse(row.permissions) as string[],
     policies: JSON.parse(row.traffic_policies) as TrafficPolicy[],
     ownerUserId: row.owner_user_id,
@@ -124,8 +131,8 @@ export type ApiKeysStore = ReturnType<typeof createApiKeysStore>
 
 export function createApiKeysStore (db: Db) {
   const statements = {
-    insertKey: db.prepare(`INSERT INTO api_keys (id, name, permissions, traffic_policies, owner_user_id, expires_at, created_at, updated_at)
-      VALUES (@id, @name, @permissions, @policies, @ownerUserId, @expiresAt, @now, @now)`),
+    insertKey: db.prepare(`INSERT INTO api_keys (id, name, origin, permissions, traffic_policies, owner_user_id, expires_at, created_at, updated_at)
+      VALUES (@id, @name, @origin, @permissions, @policies, @ownerUserId, @expiresAt, @now, @now)`),
     insertSecret: db.prepare(`INSERT INTO api_key_secrets (lookup_id, key_id, secret_hash, created_at)
       VALUES (@lookupId, @keyId, @secretHash, @now)`),
     byId: db.prepare('SELECT * FROM api_keys WHERE id = ?'),
@@ -136,6 +143,10 @@ export function createApiKeysStore (db: Db) {
     update: db.prepare(`UPDATE api_keys SET permissions = @permissions, traffic_policies = @policies, expires_at = @expiresAt, updated_at = @now
       WHERE id = @id`),
     liveOwnedBy: db.prepare('SELECT id FROM api_keys WHERE owner_user_id = ? AND revoked_at IS NULL ORDER BY id').pluck(),
+    ownedBy: db.prepare('SELECT * FROM api_keys WHERE owner_user_id = ? ORDER BY created_at, id'),
+    // Disabled keys count: their owner can have them enabled again.
+    activeCountOf: db.prepare(`SELECT count(*) FROM api_keys
+      WHERE owner_user_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)`).pluck(),
     setDisabled: db.prepare('UPDATE api_keys SET disabled_at = ?, updated_at = ? WHERE id = ?'),
     setRevoked: db.prepare('UPDATE api_keys SET revoked_at = ?, updated_at = ? WHERE id = ? AND revoked_at IS NULL'),
     retireCurrent: db.prepare('UPDATE api_key_secrets SET retired_at = @now, grace_until = @graceUntil WHERE key_id = @keyId AND retired_at IS NULL'),
@@ -156,8 +167,9 @@ export function createApiKeysStore (db: Db) {
   const batches = createBatchLedger(db, 'key_usage_batches')
 
   return {
-    insert (key: KeyFields & { id: string, name: string, ownerUserId: string | null }, secret: { lookupId: string, secretHash: string }, now: number): void {
-      statements.insertKey.run({ ...key, permissions: JSON.stringify(key.permissions), policies: JSON.stringify(key.policies), now })
+    /** A key without an origin is the admin API's (the column's default). */
+    insert (key: KeyFields & { id: string, name: string, origin?: KeyOrigin, ownerUserId: string | null }, secret: { lookupId: string, secretHash: string }, now: number): void {
+      statements.insertKey.run({ ...key, origin: key.origin ?? 'admin', permissions: JSON.stringify(key.permissions), policies: JSON.stringify(key.policies), now })
       statements.insertSecret.run({ ...secret, keyId: key.id, now })
     },
     byId: (id: string) => toKey(statements.byId.get(id) as KeyRow | undefined),
@@ -170,6 +182,10 @@ export function createApiKeysStore (db: Db) {
     },
     /** The keys of these users that can still be used (or changed): what a change of their roles' policies makes stale. */
     liveOwnedBy: (userIds: readonly string[]) => userIds.flatMap((userId) => statements.liveOwnedBy.all(userId) as string[]),
+    /** Every key of a user, revoked and expired ones included, oldest first. */
+    ownedBy: (userId: string) => (statements.ownedBy.all(userId) as KeyRow[]).map((row) => toKey(row) as ApiKeyRecord),
+    /** The user's keys neither revoked nor expired at `now`: what the self-service key limit counts. */
+    activeCountOf: (userId: string, now: number) => statements.activeCountOf.get(userId, now) as number,
     setDisabled: (id: string, disabledAt: number | null, now: number) => { statements.setDisabled.run(disabledAt, now, id) },
     setRevoked: (id: string, now: number) => statements.setRevoked.run(now, now, id).changes > 0,
     /** Retires the current secret (it keeps working until graceUntil) and adds the new one. */

@@ -6,11 +6,20 @@ export interface RoleRecord {
   permissions: string[]
   /** Traffic policies every holder of the role gets, in the order given. */
   policies: TrafficPolicy[]
+  /** The longest lifetime a holder may give a key through self-service; null: the configured default. */
+  keyMaxLifetimeDays: number | null
   createdAt: number
   updatedAt: number
 }
 
-interface RoleRow { name: string, permissions: string, traffic_policies: string, created_at: number, updated_at: number }
+interface RoleRow {
+  name: string
+  permissions: string
+  traffic_policies: string
+  key_max_lifetime_days: number | null
+  created_at: number
+  updated_at: number
+}
 
 function toRecord (row: RoleRow | undefined): RoleRecord | null {
   if (row === undefined) return null
@@ -18,6 +27,7 @@ function toRecord (row: RoleRow | undefined): RoleRecord | null {
     name: row.name,
     permissions: JSON.parse(row.permissions) as string[],
     policies: JSON.parse(row.traffic_policies) as TrafficPolicy[],
+    keyMaxLifetimeDays: row.key_max_lifetime_days,
     createdAt: row.created_at,
     updatedAt: row.updated_at
   }
@@ -27,8 +37,10 @@ export type RolesStore = ReturnType<typeof createRolesStore>
 
 export function createRolesStore (db: Db) {
   const statements = {
-    upsert: db.prepare(`INSERT INTO roles (name, permissions, traffic_policies, created_at, updated_at) VALUES (@name, @permissions, @policies, @now, @now)
-      ON CONFLICT(name) DO UPDATE SET permissions = excluded.permissions, traffic_policies = excluded.traffic_policies, updated_at = excluded.updated_at`),
+    upsert: db.prepare(`INSERT INTO roles (name, permissions, traffic_policies, key_max_lifetime_days, created_at, updated_at)
+      VALUES (@name, @permissions, @policies, @keyMaxLifetimeDays, @now, @now)
+      ON CONFLICT(name) DO UPDATE SET permissions = excluded.permissions, traffic_policies = excluded.traffic_policies,
+        key_max_lifetime_days = excluded.key_max_lifetime_days, updated_at = excluded.updated_at`),
     get: db.prepare('SELECT * FROM roles WHERE name = ?'),
     list: db.prepare('SELECT * FROM roles ORDER BY name'),
     remove: db.prepare('DELETE FROM roles WHERE name = ?'),
@@ -42,8 +54,10 @@ export function createRolesStore (db: Db) {
         GROUP BY ur.user_id)`).pluck()
   }
   return {
-    upsert: (name: string, fields: { permissions: string[], policies: TrafficPolicy[] }, now: number) => {
-      statements.upsert.run({ name, permissions: JSON.stringify(fields.permissions), policies: JSON.stringify(fields.policies), now })
+    upsert: (name: string, fields: { permissions: string[], policies: TrafficPolicy[], keyMaxLifetimeDays: number | null }, now: number) => {
+      statements.upsert.run({
+        name, permissions: JSON.stringify(fields.permissions), policies: JSON.stringify(fields.policies), keyMaxLifetimeDays: fields.keyMaxLifetimeDays, now
+      })
     },
     get: (name: string) => toRecord(statements.get.get(name) as RoleRow | undefined),
     list: () => (statements.list.all() as RoleRow[]).map((row) => toRecord(row) as RoleRecord),

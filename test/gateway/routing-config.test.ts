@@ -278,9 +278,15 @@ t.test('semantic collisions', async (t) => {
       ['gateway.yaml: upstreams[0].aliases./docs: /docs is under /docs, the gateway\'s own documentation']],
     ['an alias target on /openapi.json', (d) => { upstream(d).aliases = { '/api': '/openapi.json' } },
       ['gateway.yaml: upstreams[0].aliases./api: its target /openapi.json is the gateway\'s own /openapi.json']],
-    ...[['POST', '/sessions'], ['DELETE', '/sessions/current'], ['POST', '/tokens'], ['POST', '/jetons'], ['GET', '/.well-known/jwks.json']].map(([method, path]): [string, (d: Doc) => void, string[]] =>
+    ...[['POST', '/sessions'], ['DELETE', '/sessions/current'], ['POST', '/tokens'], ['POST', '/jetons'], ['GET', '/.well-known/jwks.json'],
+      ['GET', '/me'], ['GET', '/me/keys'], ['POST', '/me/keys'], ['GET', '/me/keys/:id'], ['POST', '/me/keys/:id/rotate'], ['POST', '/me/keys/:id/revoke'],
+      ['GET', '/me/sessions'], ['DELETE', '/me/sessions/:id'], ['POST', '/me/sessions/revoke-others']].map(([method, path]): [string, (d: Doc) => void, string[]] =>
       [`a route on identity's ${method} ${path}`, (d) => { Object.assign(route(d, 2), { method, path }) },
         [`gateway.yaml: upstreams[0].routes[2]: ${method} ${path} collides with the built-in identity route ${method} ${path}`]]),
+    ['an identity path with a parameter named otherwise', (d) => { Object.assign(route(d, 2), { method: 'GET', path: '/me/keys/:keyId' }) },
+      ['gateway.yaml: upstreams[0].routes[2]: GET /me/keys/:keyId collides with the built-in identity route GET /me/keys/:id']],
+    ['another method on an identity path with a parameter', (d) => { Object.assign(route(d, 2), { method: 'PATCH', path: '/me/sessions/:sid' }) },
+      ['gateway.yaml: upstreams[0].routes[2]: PATCH /me/sessions/:sid collides with the built-in identity route DELETE /me/sessions/:id']],
     ['another method on an identity path', (d) => { Object.assign(route(d, 2), { method: 'GET', path: '/tokens' }) },
       ['gateway.yaml: upstreams[0].routes[2]: GET /tokens collides with the built-in identity route POST /tokens']],
     ['an identity path through the prefix', (d) => { d.upstreams.push(second({ prefix: '/sessions', routes: [{ method: 'POST', path: '/', permission: 'x:y' }] })) },

@@ -150,6 +150,14 @@ t.test("identity's built-in routes", async (t) => {
     const found = table.match(method, path)
     t.same(found, { kind: 'route', route: { method, pattern: path, permission: null, auth: 'none', grantedBy: [], websocket: false, upstream: identity, traffic: { policies: [], cost: 1 } }, upstreamPath: path }, `${method} ${path}`)
   }
+  // Self-service: paths with an id, forwarded as requested.
+  for (const [method, pattern, path] of [['GET', '/me', '/me'], ['GET', '/me/keys', '/me/keys'], ['POST', '/me/keys', '/me/keys'],
+    ['GET', '/me/keys/:id', '/me/keys/key_7'], ['POST', '/me/keys/:id/rotate', '/me/keys/key_7/rotate'], ['POST', '/me/keys/:id/revoke', '/me/keys/k/revoke'],
+    ['GET', '/me/sessions', '/me/sessions'], ['DELETE', '/me/sessions/:id', '/me/sessions/ses_1'], ['POST', '/me/sessions/revoke-others', '/me/sessions/revoke-others']] as const) {
+    t.same(table.match(method, path), { kind: 'route', route: { method, pattern, permission: null, auth: 'none', grantedBy: [], websocket: false, upstream: identity, traffic: { policies: [], cost: 1 } }, upstreamPath: path }, `${method} ${path}`)
+  }
+  t.same(table.match('DELETE', '/me/keys/key_7'), { kind: 'method_not_allowed', allow: ['GET', 'HEAD'] }, 'a key is revoked by POST, not DELETE')
+  t.same(table.match('GET', '/me/sessions/revoke-others'), { kind: 'method_not_allowed', allow: ['POST', 'DELETE'] }, 'the static segment and the id share a path')
   const bare = buildRouteTable({ upstreams: [] }, { identityOrigin: 'http://identity.local:3001/ignored/path' })
   t.same(bare.match('POST', '/jetons'), { kind: 'route', route: { method: 'POST', pattern: '/jetons', permission: null, auth: 'none', grantedBy: [], websocket: false, upstream: { ...identity, origin: 'http://identity.local:3001' }, traffic: { policies: [], cost: 1 } }, upstreamPath: '/jetons' },
     'present with no upstream at all; only the origin of identityOrigin counts')
@@ -220,7 +228,7 @@ t.test('paths from normalisePath: one spelling for the check, the match and the 
 })
 
 t.test('counts and upstreams', async (t) => {
-  t.equal(table.routeCount, 15 + 5, "the file's routes and identity's five, implicit HEADs not counted")
+  t.equal(table.routeCount, 15 + 14, "the file's routes and identity's fourteen, implicit HEADs not counted")
   t.same(table.upstreams.map((u) => [u.name, u.origin, u.basePath]), [
     ['identity', IDENTITY_ORIGIN, ''],
     ['backoffice', 'http://127.0.0.1:4000', ''],
@@ -262,7 +270,7 @@ t.test('1 000 routes build and match quickly', async (t) => {
   const started = performance.now()
   const big = buildRouteTable(parseUpstreams(text, 'big.json', 'json', { strict: true }).config, { identityOrigin: IDENTITY_ORIGIN })
   const builtMs = performance.now() - started
-  t.equal(big.routeCount, 1005)
+  t.equal(big.routeCount, 1014)
   t.ok(builtMs < 2000, `loaded, checked and built in ${Math.round(builtMs)} ms`)
   const lookups = 100_000
   const matchStart = performance.now()

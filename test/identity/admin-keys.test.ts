@@ -46,6 +46,7 @@ t.test('happy: create shows the full key once, in the documented format', async 
     api_key: {
       id: answer.body.api_key.id,
       name: 'billing sync',
+      origin: 'admin',
       key_prefix: key.slice(0, 16),
       permissions: ['tasks:*', 'users:list', 'users:read'],
       policies: [],

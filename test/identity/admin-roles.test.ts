@@ -13,7 +13,7 @@ t.test('happy: PUT creates a role with action, resource-wildcard and global-wild
   const created = await admin('PUT', '/admin/roles/support', { permissions: ['users:read', 'tasks:*', 'users:list'] })
   assertJson(t, created, 200)
   t.same(created.body, {
-    role: { name: 'support', permissions: ['tasks:*', 'users:list', 'users:read'], policies: [], created_at: iso(START), updated_at: iso(START) }
+    role: { name: 'support', permissions: ['tasks:*', 'users:list', 'users:read'], policies: [], key_max_lifetime_days: null, created_at: iso(START), updated_at: iso(START) }
   }, 'permissions are stored sorted')
 
   const root = await admin('PUT', '/admin/roles/root', { permissions: ['*'] })
@@ -33,7 +33,7 @@ t.test('happy: PUT replaces the permissions (no merge) and keeps created_at', as
   clock.advance(60_000)
   const replaced = await admin('PUT', '/admin/roles/support', { permissions: ['tasks:create'] })
   assertJson(t, replaced, 200)
-  t.same(replaced.body, { role: { name: 'support', permissions: ['tasks:create'], policies: [], created_at: iso(START), updated_at: iso(START + 60_000) } })
+  t.same(replaced.body, { role: { name: 'support', permissions: ['tasks:create'], policies: [], key_max_lifetime_days: null, created_at: iso(START), updated_at: iso(START + 60_000) } })
   t.same((await admin('GET', '/admin/roles/support')).body, replaced.body, 'the replacement was stored')
 })
 
@@ -77,8 +77,8 @@ t.test('happy: list (by name) and show', async (t) => {
   assertJson(t, listed, 200)
   t.same(listed.body, {
     roles: [
-      { name: 'admin', permissions: ['*'], policies: [], created_at: iso(START + 1_000), updated_at: iso(START + 1_000) },
-      { name: 'writer', permissions: ['tasks:*'], policies: [], created_at: iso(START), updated_at: iso(START) }
+      { name: 'admin', permissions: ['*'], policies: [], key_max_lifetime_days: null, created_at: iso(START + 1_000), updated_at: iso(START + 1_000) },
+      { name: 'writer', permissions: ['tasks:*'], policies: [], key_max_lifetime_days: null, created_at: iso(START), updated_at: iso(START) }
     ]
   })
   const shown = await admin('GET', '/admin/roles/writer')

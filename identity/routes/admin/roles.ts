@@ -4,7 +4,7 @@ import { CommonProblems } from '../../../common/problem.js'
 import { TrafficPolicies } from '../../../common/traffic/policy.js'
 import { BODY_PROBLEMS, problemResponses } from '../../../common/problem-schema.js'
 import { IdentityProblems } from '../../errors.js'
-import { Permissions, RoleName, RoleView } from '../../schemas.js'
+import { KeyLifetimeDays, Permissions, RoleName, RoleView } from '../../schemas.js'
 import type { IdentityServices } from '../../services/index.js'
 import { roleView } from '../../views.js'
 import { ADMIN_PROBLEMS } from './credential-guard.js'
@@ -14,6 +14,12 @@ import { OPERATOR_PERMISSIONS } from '../../services/operator-permissions.js'
 const NameParams = Type.Object({ name: RoleName }, { additionalProperties: false })
 const tags = ['roles']
 const BY_NAME = [...ADMIN_PROBLEMS, CommonProblems.validationFailed]
+/** What PUT and PATCH may give besides the permissions; absent: a new role has none, an existing one keeps its own. */
+const RoleSettings = {
+  policies: Type.Optional(TrafficPolicies),
+  /** Days; null: back to the configured default. */
+  key_max_lifetime_days: Type.Optional(Type.Union([KeyLifetimeDays, Type.Null()]))
+}
 
 /** /admin/roles: roles map to permission sets (`resource:action`, `resource:*`, `*`) and traffic policies their holders get. */
 export const adminRoleRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServices }> = async (app, { services }) => {
@@ -37,13 +43,31 @@ export const adminRoleRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServ
   app.put('/admin/roles/:name', {
     ...operator(OPERATOR_PERMISSIONS.roles),
     schema: {
-      summary: 'Create a role or replace its permissions (and its traffic policies, when given)',
+      summary: 'Create a role or replace its permissions (and its traffic policies and self-service key lifetime, when given)',
       tags,
       params: NameParams,
-      body: Type.Object({ permissions: Permissions, policies: Type.Optional(TrafficPolicies) }, { additionalProperties: false }),
+      body: Type.Object({ permissions: Permissions, ...RoleSettings }, { additionalProperties: false }),
       response: { 200: Type.Object({ role: RoleView }), ...problemResponses(BY_NAME, BODY_PROBLEMS) }
     }
-  }, async (request) => ({ role: roleView(await roles.set(request.params.name, request.body.permissions, request.body.policies)) }))
+  }, async (request) => {
+    const { permissions, policies, key_max_lifetime_days: keyMaxLifetimeDays } = request.body
+    return { role: roleView(await roles.set(request.params.name, permissions, policies, keyMaxLifetimeDays)) }
+  })
+
+  app.patch('/admin/roles/:name', {
+    ...operator(OPERATOR_PERMISSIONS.roles),
+    schema: {
+      summary: "Change what is given of an existing role's permissions, traffic policies and self-service key lifetime",
+      tags,
+      params: NameParams,
+      body: Type.Object({ permissions: Type.Optional(Permissions), ...RoleSettings }, { additionalProperties: false, minProperties: 1 }),
+      response: { 200: Type.Object({ role: RoleView }), ...problemResponses(BY_NAME, BODY_PROBLEMS, IdentityProblems.roleNotFound) }
+    }
+  }, async (request) => {
+    const { permissions, policies, key_max_lifetime_days: keyMaxLifetimeDays } = request.body
+    const role = roles.get(request.params.name)
+    return { role: roleView(await roles.set(role.name, permissions ?? role.permissions, policies, keyMaxLifetimeDays)) }
+  })
 
   app.delete('/admin/roles/:name', {
     ...operator(OPERATOR_PERMISSIONS.roles),
