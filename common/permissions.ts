@@ -22,3 +22,12 @@ export function permits (granted: readonly string[], required: string): boolean 
   const colon = required.indexOf(':')
   return colon > 0 && granted.includes(`${required.slice(0, colon)}:*`)
 }
+
+/**
+ * What both sets grant, as one set: each permission of either that the other permits
+ * (`users:*` with `users:read` is `users:read`; `*` with anything is that thing),
+ * normalised. Whatever the result permits, both sets permit, and the other way round.
+ */
+export function intersectPermissions (a: readonly string[], b: readonly string[]): string[] {
+  return normalizePermissions([...a.filter((p) => permits(b, p)), ...b.filter((p) => permits(a, p))])
+}

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { normalizePermissions, PERMISSION_PATTERN, permits } from '../../common/permissions.js'
+import { intersectPermissions, normalizePermissions, PERMISSION_PATTERN, permits } from '../../common/permissions.js'
 
 /** The permission rules identity grants by and the gateway checks by, from their one module. */
 
@@ -29,4 +29,28 @@ t.test('permits: exact grants and the two wildcards, nothing else', async (t) =>
   t.notOk(permits(['users:*'], 'usersx:list'), 'not a resource that merely starts alike')
   t.notOk(permits(['users:list'], 'users:*'), 'an action does not grant the wildcard')
   t.notOk(permits(['users:*'], '*'), 'nor a resource wildcard everything')
+})
+
+t.test('intersectPermissions: what both sets grant, wildcards narrowed to the other side', async (t) => {
+  t.same(intersectPermissions(['users:list', 'tasks:read'], ['users:list', 'meetings:read']), ['users:list'], 'exact permissions: those in both')
+  t.same(intersectPermissions(['users:*'], ['users:read', 'tasks:list']), ['users:read'], 'a resource wildcard keeps the other side\'s actions on it')
+  t.same(intersectPermissions(['users:read', 'tasks:list'], ['users:*']), ['users:read'], 'either way round')
+  t.same(intersectPermissions(['*'], ['users:*', 'tasks:list']), ['tasks:list', 'users:*'], '* keeps the other side whole')
+  t.same(intersectPermissions(['users:*', 'tasks:*'], ['*']), ['tasks:*', 'users:*'])
+  t.same(intersectPermissions(['*'], ['*']), ['*'])
+  t.same(intersectPermissions(['users:*'], ['users:*']), ['users:*'], 'the same wildcard on both sides stays one')
+  t.same(intersectPermissions(['users:*'], ['tasks:*']), [], 'wildcards of different resources share nothing')
+  t.same(intersectPermissions(['users:list'], []), [], 'nothing on one side: nothing')
+  t.same(intersectPermissions([], ['*']), [])
+  t.same(intersectPermissions(['users:*', 'users:read'], ['users:read', 'users:*']), ['users:*', 'users:read'], 'normalised: sorted, once each')
+
+  // The rule itself: a permission is allowed by the intersection exactly when both sets allow it.
+  const sets = [['*'], ['users:*'], ['users:read'], ['users:read', 'tasks:*'], ['tasks:list'], []]
+  const asked = ['users:read', 'users:list', 'tasks:list', 'tasks:read', 'meetings:read', 'users:*', 'tasks:*', '*']
+  for (const a of sets) {
+    for (const b of sets) {
+      const both = intersectPermissions(a, b)
+      for (const p of asked) t.equal(permits(both, p), permits(a, p) && permits(b, p), `${JSON.stringify(a)} ∩ ${JSON.stringify(b)} on ${p}`)
+    }
+  }
 })
