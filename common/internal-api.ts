@@ -77,11 +77,14 @@ export const KEY_USAGE_IP_MAX_LENGTH = 64
  */
 export const KEY_USAGE_ROUTE_PATTERN = '^/[0-9A-Za-z._~:*/-]*$'
 export const KEY_USAGE_IP_PATTERN = '^[0-9A-Za-z.:%_-]+$'
+/** Most hourly outcome entries in one usage report: a gateway with more sends several. */
+export const KEY_USAGE_MAX_HOURS = 500
 /**
- * The body limit of the usage route: an entry at its longest (a 2048-character route,
- * a 64-character address, the largest count) is about 2 300 bytes of JSON.
+ * The body limit of the usage route: a use at its longest (a 2048-character route,
+ * a 64-character address, the largest count) is about 2 300 bytes of JSON; an hourly
+ * entry with every count at its largest about 230.
  */
-export const KEY_USAGE_BODY_LIMIT_BYTES = KEY_USAGE_MAX_ENTRIES * 2_560
+export const KEY_USAGE_BODY_LIMIT_BYTES = KEY_USAGE_MAX_ENTRIES * 2_560 + KEY_USAGE_MAX_HOURS * 320
 
 /** The uses of one secret (its lookup id), with the time, route and client address of the last one. */
 export const KeyUse = Type.Object({
@@ -96,13 +99,47 @@ export const KeyUse = Type.Object({
 export type KeyUse = Static<typeof KeyUse>
 
 /**
+ * What became of the requests a key was verified for, counted per hour.
+ * `allowed`: let through (the uses above, per hour); `forbidden`: refused for a
+ * permission (403); `rate_limited`: refused by a rate or concurrency limit (429);
+ * `quota_exhausted`: refused by a used-up quota (429); `upstream_error`: let through,
+ * and answered 5xx (the upstream's answer, or the gateway's 502/504 when it failed):
+ * a part of `allowed`, not besides it.
+ */
+export const KEY_OUTCOMES = ['allowed', 'forbidden', 'rate_limited', 'quota_exhausted', 'upstream_error'] as const
+export type KeyOutcome = typeof KEY_OUTCOMES[number]
+export type OutcomeCounts = Record<KeyOutcome, number>
+
+const OutcomeCount = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })
+
+/** The outcomes of one secret's requests (its lookup id) in one UTC hour, by the gateway's clock. */
+export const KeyUsageHour = Type.Object({
+  lookup_id: Type.String({ pattern: LOOKUP_ID_PATTERN }),
+  /** The start of the hour; identity takes the whole hour this time falls in. */
+  hour_start: Timestamp,
+  allowed: OutcomeCount,
+  forbidden: OutcomeCount,
+  rate_limited: OutcomeCount,
+  quota_exhausted: OutcomeCount,
+  upstream_error: OutcomeCount
+}, { additionalProperties: false })
+export type KeyUsageHour = Static<typeof KeyUsageHour>
+
+/**
  * A usage report. `batch_id` is chosen by the gateway and kept when a report is sent
  * again after a failure: identity applies each id once, so an answer lost after the
- * commit does not count the uses twice.
+ * commit does not count the uses twice. It holds at least one use or hour.
+ *
+ * `hours` came later, with `uses` allowed empty (a report of refusals only). A report
+ * without it (an older gateway) has its uses counted as allowed in the hour of their
+ * last use. An identity older than `hours` refuses a report carrying it (400): the
+ * gateway then sends the same batch again without it, when it has uses, so use counts
+ * keep arriving while identity is upgraded (the hourly outcomes are lost meanwhile).
  */
 export const KeyUsageReport = Type.Object({
   batch_id: Type.String({ pattern: '^[0-9A-Za-z_-]{16,64}$' }),
-  uses: Type.Array(KeyUse, { minItems: 1, maxItems: KEY_USAGE_MAX_ENTRIES })
+  uses: Type.Array(KeyUse, { maxItems: KEY_USAGE_MAX_ENTRIES }),
+  hours: Type.Optional(Type.Array(KeyUsageHour, { maxItems: KEY_USAGE_MAX_HOURS }))
 }, { additionalProperties: false })
 export type KeyUsageReport = Static<typeof KeyUsageReport>
 

@@ -13,6 +13,7 @@ import type { RefusalContext, Refusals } from './refusals.js'
 import type { ResolvedRoute } from './routing/index.js'
 import type { RouteStage } from './routing/route-request.js'
 import type { Admission, TrafficControl } from './traffic/traffic-control.js'
+import { refusalOutcome } from './usage/refusal-outcome.js'
 import type { UsageCounter } from './usage/usage-counter.js'
 import { isUpgrade, type WebSocketStage } from './websocket/websocket-proxy.js'
 
@@ -21,7 +22,7 @@ export interface RequestPathStages {
   route: RouteStage
   authenticate: Authenticate
   traffic: Pick<TrafficControl, 'admit'>
-  usage: Pick<UsageCounter, 'record'>
+  usage: Pick<UsageCounter, 'record' | 'count'>
   body: RequestBodyStage
   proxy: ProxyStage
   websocket: WebSocketStage
@@ -71,7 +72,9 @@ function then<T> (produce: () => T | Promise<T>, next: (value: T) => void, fail:
  * 3. permission (auth/authorise.ts): the route's permission against the principal's.
  * 4. traffic (traffic/traffic-control.ts): concurrency caps, rate limits and quotas;
  *    what the answer carries (RateLimit fields) and what gives the slots back. A key let
- *    through is counted as a use of its secret.
+ *    through is counted as a use of its secret; a verified key refused for a permission,
+ *    a limit or a quota before that, and one let through and answered 5xx, are counted
+ *    too, by outcome (usage/usage-counter.ts).
  * 5. body (proxy/request-body.ts): read only now, within its limits, in the upstream's
  *    spelling.
  * 6. proxy (proxy/forward.ts, or websocket/websocket-proxy.ts for a WebSocket route): the
@@ -97,19 +100,29 @@ export function createRequestPath (stages: RequestPathStages) {
     let route: ResolvedRoute | null = null
     let principal: Principal | null = null
     let admission: Admission | null = null
+    // The secret of a verified key, once known: its outcomes are counted whether or not it is authorised.
+    let keyLookupId: string | null = null
     const refusal = (): RefusalContext => ({
       style: inflection.kind === 'style' ? inflection.style : null,
       fields: admission === null ? principal?.answerHeaders ?? [] : [...principal?.answerHeaders ?? [], ...admission.fields],
       checked: admission !== null,
       closing: stages.closing()
     })
-    const refuse = (error: unknown): void => { stages.refusals(request, reply, error, refusal()) }
+    const refuse = (error: unknown): void => {
+      if (keyLookupId !== null && admission === null) {
+        const outcome = refusalOutcome(error)
+        if (outcome !== undefined) stages.usage.count(keyLookupId, outcome)
+      }
+      stages.refusals(request, reply, error, refusal())
+    }
     // Set when the response closed (sent, or the client gone): a stage that was waiting then must not go on.
     let over = false
 
     response.once('close', () => {
       over = true
       admission?.release?.()
+      // Let through and answered 5xx: the upstream's answer, or the gateway's 502/504 when it failed.
+      if (admission !== null && keyLookupId !== null && response.statusCode >= 500) stages.usage.count(keyLookupId, 'upstream_error')
       stages.requests.count(route, request.method, response.statusCode)
       stages.accessLog({
         reqId: request.id,
@@ -144,6 +157,7 @@ export function createRequestPath (stages: RequestPathStages) {
     }
 
     then(() => routed.route.auth === 'none' ? null : stages.authenticate(request.headers), (authenticated) => {
+      keyLookupId = authenticated?.secretLookupId ?? null
       principal = authenticated === null ? null : authorise(routed.route, authenticated)
       if (over) return
       then(() => stages.traffic.admit({ route: routed.route, principal, ip: request.ip }), (admitted) => {
@@ -153,7 +167,7 @@ export function createRequestPath (stages: RequestPathStages) {
           return
         }
         admission = admitted
-        if (principal?.secretLookupId != null) stages.usage.record(principal.secretLookupId, routed.route.pattern, request.ip)
+        if (keyLookupId !== null) stages.usage.record(keyLookupId, routed.route.pattern, request.ip)
         const answerFields = principal === null || principal.answerHeaders.length === 0
           ? admitted.fields
           : [...principal.answerHeaders, ...admitted.fields]

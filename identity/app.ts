@@ -12,6 +12,7 @@ import { bindAuditContext } from './routes/audit-context.js'
 import { guardAdminListener } from './routes/admin/credential-guard.js'
 import { adminApiKeyRoutes } from './routes/admin/api-keys.js'
 import { adminAuditRoutes } from './routes/admin/audit.js'
+import { adminKeyUsageRoutes } from './routes/admin/key-usage.js'
 import { metricsRoutes } from './routes/admin/metrics.js'
 import { adminRoleRoutes } from './routes/admin/roles.js'
 import { adminSessionRoutes } from './routes/admin/sessions.js'
@@ -126,7 +127,7 @@ export async function buildIdentity (config: IdentityConfig, options: BuildIdent
 
   guardAdminListener(adminApp as unknown as FastifyInstance, config, services)
   await registerDocumentation(adminApp as unknown as FastifyInstance, IDENTITY_ADMIN_DOCUMENTATION)
-  for (const routes of [adminUserRoutes, adminRoleRoutes, adminApiKeyRoutes, adminSessionRoutes, adminSigningKeyRoutes, adminAuditRoutes,
+  for (const routes of [adminUserRoutes, adminRoleRoutes, adminApiKeyRoutes, adminKeyUsageRoutes, adminSessionRoutes, adminSigningKeyRoutes, adminAuditRoutes,
     keysVerifyRoutes, keysUsageRoutes, quotasUsageRoutes, sessionsRevokedRoutes]) {
     await adminApp.register(routes, { services })
   }

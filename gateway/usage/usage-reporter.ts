@@ -1,13 +1,13 @@
 import type { FastifyBaseLogger } from 'fastify'
 import {
-  KEY_USAGE_IP_MAX_LENGTH, KEY_USAGE_IP_PATTERN, KEY_USAGE_MAX_ENTRIES, KEY_USAGE_ROUTE_MAX_LENGTH, KEY_USAGE_ROUTE_PATTERN,
-  type KeyUse, type KeyUsageReport
+  KEY_USAGE_IP_MAX_LENGTH, KEY_USAGE_IP_PATTERN, KEY_USAGE_MAX_ENTRIES, KEY_USAGE_MAX_HOURS, KEY_USAGE_ROUTE_MAX_LENGTH, KEY_USAGE_ROUTE_PATTERN,
+  type KeyUse, type KeyUsageHour, type KeyUsageReport
 } from '../../common/internal-api.js'
 import { randomBase62 } from '../../common/random.js'
 import type { IdentityClient } from '../auth/identity-client.js'
 import { refusedForGood } from '../auth/identity-client.js'
 import type { GatewayMetrics } from '../observability/metrics.js'
-import type { SecretUsage, UsageCounter } from './usage-counter.js'
+import type { HourOutcomes, SecretUsage, UsageCounter } from './usage-counter.js'
 
 /** The longest wait between two tries while identity does not take reports (unless the interval is longer). */
 export const MAX_BACKOFF_MS = 60_000
@@ -30,23 +30,52 @@ const routeOf = (route: string): string | null => route.length <= KEY_USAGE_ROUT
 // Node leaves a socket's remote address undefined once the client is gone: typed a string, checked as what it is.
 const ipOf = (ip: string | undefined): string | null => typeof ip === 'string' && ip.length <= KEY_USAGE_IP_MAX_LENGTH && ipShape.test(ip) ? ip : null
 
-/** Taken uses as reports of at most KEY_USAGE_MAX_ENTRIES lookup ids, each under an id of its own. */
-function reportsOf (taken: Map<string, SecretUsage>): KeyUsageReport[] {
-  const reports: KeyUsageReport[] = []
+/** A report, and how many lookup ids' places it gives back once done with (each id's in the report with its last part). */
+interface PendingReport { report: KeyUsageReport, keys: number }
+
+const hourEntry = (lookupId: string, hour: HourOutcomes): KeyUsageHour => ({
+  lookup_id: lookupId,
+  hour_start: new Date(hour.start).toISOString(),
+  allowed: hour.allowed,
+  forbidden: hour.forbidden,
+  rate_limited: hour.rate_limited,
+  quota_exhausted: hour.quota_exhausted,
+  upstream_error: hour.upstream_error
+})
+
+/**
+ * Taken usage as reports of at most KEY_USAGE_MAX_ENTRIES uses and KEY_USAGE_MAX_HOURS
+ * hours, each under an id of its own. A secret only refused since the last take has
+ * hours and no use.
+ */
+function reportsOf (taken: Map<string, SecretUsage>): PendingReport[] {
+  const reports: PendingReport[] = []
   let uses: KeyUse[] = []
-  for (const [lookupId, usage] of taken) {
-    uses.push({ lookup_id: lookupId, count: usage.count, last_used_at: new Date(usage.lastUsedAt).toISOString(), last_route: routeOf(usage.route), last_ip: ipOf(usage.ip) })
-    if (uses.length === KEY_USAGE_MAX_ENTRIES) {
-      reports.push({ batch_id: randomBase62(24), uses })
-      uses = []
-    }
+  let hours: KeyUsageHour[] = []
+  let keys = 0
+  const cut = (): void => {
+    reports.push({ report: { batch_id: randomBase62(24), uses, hours }, keys })
+    uses = []
+    hours = []
+    keys = 0
   }
-  if (uses.length > 0) reports.push({ batch_id: randomBase62(24), uses })
+  for (const [lookupId, usage] of taken) {
+    if (usage.count > 0) {
+      if (uses.length === KEY_USAGE_MAX_ENTRIES) cut()
+      uses.push({ lookup_id: lookupId, count: usage.count, last_used_at: new Date(usage.lastUsedAt).toISOString(), last_route: routeOf(usage.route), last_ip: ipOf(usage.ip) })
+    }
+    for (const hour of usage.earlier === null ? [usage.hour] : [...usage.earlier, usage.hour]) {
+      if (hours.length === KEY_USAGE_MAX_HOURS) cut()
+      hours.push(hourEntry(lookupId, hour))
+    }
+    keys++
+  }
+  if (hours.length > 0) cut()
   return reports
 }
 
-const usesIn = (reports: readonly KeyUsageReport[]): number =>
-  reports.reduce((sum, report) => sum + report.uses.reduce((n, use) => n + use.count, 0), 0)
+const usesIn = (reports: readonly PendingReport[]): number =>
+  reports.reduce((sum, { report }) => sum + report.uses.reduce((n, use) => n + use.count, 0), 0)
 
 /**
  * Sends what the counter counted to identity every `intervalMs`, off the request path.
@@ -59,7 +88,8 @@ const usesIn = (reports: readonly KeyUsageReport[]): number =>
 export function createUsageReporter (options: UsageReporterOptions) {
   const { counter, identity, metrics, log } = options
   /** Taken from the counter and not yet acknowledged, oldest first. */
-  let unsent: KeyUsageReport[] = []
+  let unsent: PendingReport[] = []
+  let warnedOfOlderIdentity = false
   let failures = 0
   let timer: NodeJS.Timeout | null = null
   let running: Promise<void> | null = null
@@ -72,12 +102,30 @@ export function createUsageReporter (options: UsageReporterOptions) {
     log.warn({ dropped, maxKeys: options.maxKeys }, 'key uses not counted: the gateway already holds the uses of as many keys as it may until they are reported')
   }
 
+  /**
+   * Sends one report. An identity older than the hourly outcomes refuses a report that
+   * has them (400, nothing applied): the same batch is sent again without them, when
+   * it has uses, so use counts keep arriving while identity is upgraded.
+   */
+  async function deliver (report: KeyUsageReport): Promise<void> {
+    try {
+      await identity.reportKeyUsage(report)
+    } catch (err) {
+      if (!refusedForGood(err) || report.hours === undefined) throw err
+      if (!warnedOfOlderIdentity) {
+        warnedOfOlderIdentity = true
+        log.warn({ err: { message: (err as Error).message } }, 'identity refused a key usage report with hourly outcomes: sent without them (is identity older than this gateway?)')
+      }
+      if (report.uses.length > 0) await identity.reportKeyUsage({ batch_id: report.batch_id, uses: report.uses })
+    }
+  }
+
   /** Sends the unsent reports in order; false at the first that identity did not take (it stays first). */
   async function sendUnsent (): Promise<boolean> {
     while (unsent.length > 0) {
-      const report = unsent[0] as KeyUsageReport
+      const pending = unsent[0] as PendingReport
       try {
-        await identity.reportKeyUsage(report)
+        await deliver(pending.report)
         metrics.keyUsageFlushes.inc({ outcome: 'ok' })
       } catch (err) {
         if (!refusedForGood(err)) {
@@ -87,11 +135,11 @@ export function createUsageReporter (options: UsageReporterOptions) {
           return false
         }
         metrics.keyUsageFlushes.inc({ outcome: 'refused' })
-        metrics.keyUsageDropped.inc({ reason: 'refused' }, usesIn([report]))
-        log.error({ err: { message: (err as Error).message }, uses: usesIn([report]) }, 'identity refused a key usage report: its uses are dropped')
+        metrics.keyUsageDropped.inc({ reason: 'refused' }, usesIn([pending]))
+        log.error({ err: { message: (err as Error).message }, uses: usesIn([pending]) }, 'identity refused a key usage report: its uses are dropped')
       }
       unsent.shift()
-      counter.release(report.uses.length)
+      counter.release(pending.keys)
     }
     return true
   }
@@ -136,7 +184,7 @@ export function createUsageReporter (options: UsageReporterOptions) {
       const lost = [...unsent, ...reportsOf(counter.take())]
       unsent = []
       metrics.keyUsageDropped.inc({ reason: 'shutdown' }, usesIn(lost))
-      log.warn({ uses: usesIn(lost), keys: lost.reduce((n, report) => n + report.uses.length, 0) },
+      log.warn({ uses: usesIn(lost), keys: lost.reduce((n, pending) => n + pending.keys, 0) },
         'key uses not reported: identity did not take them before shutdown')
     }
   }

@@ -8,9 +8,10 @@ export type Argon2Purpose = 'password' | 'api_key' | 'dummy'
 /**
  * `valid`, or why identity refused the key. Finer than the answer: `wrong_secret` (the
  * lookup id exists, the secret does not match) and `throttled` (a legacy argon2id row
- * whose wrong-secret budget is spent, refused without a check) both answer `unknown`.
+ * whose wrong-secret budget is spent, refused without a check) both answer `unknown`;
+ * `owner_disabled` (the key's owner is disabled) answers `disabled`.
  */
-export type KeyVerificationResult = 'valid' | KeyInvalidReason | 'wrong_secret' | 'throttled'
+export type KeyVerificationResult = 'valid' | KeyInvalidReason | 'wrong_secret' | 'throttled' | 'owner_disabled'
 /** Of well-formed login requests. `failure`: wrong e-mail or password, or a disabled user; `throttled`: refused before any argon2 run. */
 export type LoginOutcome = 'success' | 'failure' | 'throttled'
 /**

@@ -3,7 +3,7 @@ import { newId } from '../../common/random.js'
 import type { EventBus } from '../../common/event-bus.js'
 import type { AuthEvent } from '../../common/events.js'
 import type { KeyInvalidReason } from '../../common/internal-api.js'
-import { normalizePermissions } from '../../common/permissions.js'
+import { intersectPermissions, normalizePermissions } from '../../common/permissions.js'
 import type { GrantedPolicy, TrafficPolicy } from '../../common/traffic/policy.js'
 import type { Db } from '../store/db.js'
 import type { ApiKeysStore, ApiKeyRecord, ApiKeySecretRecord, KeyOrigin, KeyUseReport } from '../store/api-keys-store.js'
@@ -16,6 +16,7 @@ import { createAttemptBudget } from './attempt-budget.js'
 import type { Clock } from './clock.js'
 import { userNamespaceOf } from './key-namespace.js'
 import type { KeySecrets } from './key-secrets.js'
+import type { OwnerGrantsOf } from './owned-keys.js'
 import { checkedPolicies, keyPolicyGrants } from './traffic-policies.js'
 
 const DAY_MS = 86_400_000
@@ -33,6 +34,8 @@ export type KeyVerification =
   | {
     valid: true
     key: ApiKeyRecord
+    /** What the key may do: its own permissions, within its owner's current ones when it has an owner. */
+    permissions: string[]
     /** The key's own traffic policies, then its owner's roles' (as of this verification). */
     policies: GrantedPolicy[]
     /** Set when the presented secret was replaced by a rotation and is in its grace period. */
@@ -45,8 +48,8 @@ export interface ApiKeysOptions {
   store: ApiKeysStore
   /** Where a key's owner must exist. */
   users: Pick<UsersStore, 'byId'>
-  /** The policies the roles of a key's owner grant. */
-  ownerPolicies: (userId: string) => GrantedPolicy[]
+  /** What a key's owner grants it now (null: the owner is disabled, the key refused). */
+  ownerGrants: OwnerGrantsOf
   secrets: KeySecrets
   metrics: Pick<IdentityMetrics, 'keyVerifications' | 'keyHashUpgrades'>
   events: EventBus
@@ -200,8 +203,14 @@ export function createApiKeys (options: ApiKeysOptions) {
       ? { deprecatedAt: secret.retiredAt, sunsetAt: secret.graceUntil }
       : null
     const current = get(key.id)
-    const ownerGrants = current.ownerUserId !== null ? options.ownerPolicies(current.ownerUserId) : []
-    return { verification: { valid: true, key: current, policies: keyPolicyGrants(current.policies, ownerGrants), deprecation }, result: 'valid' }
+    if (current.ownerUserId === null) {
+      return { verification: { valid: true, key: current, permissions: current.permissions, policies: keyPolicyGrants(current.policies, []), deprecation }, result: 'valid' }
+    }
+    // A key with an owner is bounded by the owner as they are now: answered `disabled` (the holder learns nothing of the owner).
+    const owner = options.ownerGrants(current.ownerUserId)
+    if (owner === null) return refused('disabled', 'owner_disabled')
+    const permissions = intersectPermissions(current.permissions, owner.permissions)
+    return { verification: { valid: true, key: current, permissions, policies: keyPolicyGrants(current.policies, owner.policies), deprecation }, result: 'valid' }
   }
 
   return {
@@ -275,12 +284,13 @@ export function createApiKeys (options: ApiKeysOptions) {
     /**
      * Adds the uses gateways counted (every request they let through with a key, cached
      * or not): once per batch id, unknown lookup ids skipped. A use reported later than
-     * now (a gateway's clock ahead of ours) is taken as now.
+     * now (a gateway's clock ahead of ours) is taken as now. `alongside` runs in the
+     * same transaction, once per batch id (the hourly outcomes: services/key-usage.ts).
      */
-    recordUses (batchId: string, uses: readonly KeyUseReport[]) {
+    recordUses (batchId: string, uses: readonly KeyUseReport[], alongside?: () => void) {
       const now = clock.now()
       const bounded = uses.map((use) => ({ ...use, lastUsedAt: Math.min(use.lastUsedAt, now) }))
-      return store.recordUses(batchId, bounded, now)
+      return store.recordUses(batchId, bounded, now, alongside)
     },
 
     /**

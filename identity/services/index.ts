@@ -6,6 +6,7 @@ import type { IdentityCoreConfig } from '../config.js'
 import { createIdentityMetrics, type IdentityMetrics } from '../observability/metrics.js'
 import type { Db } from '../store/db.js'
 import { createApiKeysStore } from '../store/api-keys-store.js'
+import { createKeyUsageStore } from '../store/key-usage-store.js'
 import { createAuditStore } from '../store/audit-store.js'
 import { createQuotaStore } from '../store/quota-store.js'
 import { createRolesStore } from '../store/roles-store.js'
@@ -22,7 +23,8 @@ import type { Clock } from './clock.js'
 import { createLogin, type Login } from './login.js'
 import { createLoginThrottle } from './login-throttle.js'
 import { createKeySecrets } from './key-secrets.js'
-import { createOwnedKeyNotices } from './owned-keys.js'
+import { createKeyUsage, type KeyUsage } from './key-usage.js'
+import { createOwnedKeyNotices, createOwnerGrants } from './owned-keys.js'
 import { createArgon2Hashers } from './password-hasher.js'
 import { createQuotas, type Quotas } from './quotas.js'
 import { createRoles, type Roles } from './roles.js'
@@ -54,6 +56,8 @@ export interface IdentityServices {
   quotas: Quotas
   signingKeys: SigningKeys
   accessTokens: AccessTokens
+  /** Each key's requests over time, by outcome (hourly buckets the gateways' reports fill). */
+  keyUsage: KeyUsage
   /** The audit trail (record, list, verify, prune) and its signed head. */
   audit: Audit & { heads: AuditHeads }
   /** The union of a user's role permissions. */
@@ -101,7 +105,7 @@ export async function createIdentityServices (config: IdentityCoreConfig, deps: 
   const rolesStore = createRolesStore(db)
   const apiKeysStore = createApiKeysStore(db)
   const grants = createGrants({ users: usersStore, roles: rolesStore })
-  const ownerPoliciesChanged = createOwnedKeyNotices({ keys: apiKeysStore, events, clock })
+  const ownerGrantsChanged = createOwnedKeyNotices({ keys: apiKeysStore, events, clock })
   const protection = createSigningKeyProtection({
     encryptionKey: config.signingKeyEncryptionKey, previousEncryptionKey: config.previousSigningKeyEncryptionKey
   })
@@ -129,7 +133,7 @@ export async function createIdentityServices (config: IdentityCoreConfig, deps: 
     sessionMaxSeconds: config.sessionMaxSeconds,
     refreshReuseGraceSeconds: config.refreshReuseGraceSeconds
   })
-  const users = createUsers({ db, store: usersStore, roles: rolesStore, hasher: hashers.passwords, sessions, events, clock, ownerPoliciesChanged })
+  const users = createUsers({ db, store: usersStore, roles: rolesStore, hasher: hashers.passwords, sessions, events, clock, ownerGrantsChanged })
   // Identity's clock, not Redis's: identity is the one writer, and its tests move the clock.
   const counters = deps.redis !== undefined && deps.redis !== null ? createRedisCounters(deps.redis, { now: clock.now }) : undefined
   const throttle = createLoginThrottle({
@@ -138,25 +142,27 @@ export async function createIdentityServices (config: IdentityCoreConfig, deps: 
     ...(counters !== undefined ? { store: counters } : {}),
     log: deps.log ?? silentLog
   })
+  const apiKeys = createApiKeys({
+    db,
+    store: apiKeysStore,
+    users: usersStore,
+    ownerGrants: createOwnerGrants({ users: usersStore, policiesOf: grants.policiesOf }),
+    secrets: createKeySecrets(hashers.apiKeySecrets, metrics),
+    metrics,
+    events,
+    clock,
+    maxLifetimeDays: config.apiKeyMaxLifetimeDays,
+    defaultRotationGraceSeconds: config.apiKeyRotationGraceSeconds
+  })
   const services = {
     clock,
     // Inside, the services call each other unwrapped; what the apps and the CLI call records itself.
     login: auditedLogin(createLogin({ users: usersStore, userAccounts: users, hasher: hashers.passwords, sessions, throttle, metrics }), usersStore, audit),
     sessions: auditedSessions(sessions, audit),
     users: auditedUsers(users, audit),
-    roles: auditedRoles(createRoles({ db, store: rolesStore, events, clock, ownerPoliciesChanged }), audit),
-    apiKeys: auditedApiKeys(createApiKeys({
-      db,
-      store: apiKeysStore,
-      users: usersStore,
-      ownerPolicies: grants.policiesOf,
-      secrets: createKeySecrets(hashers.apiKeySecrets, metrics),
-      metrics,
-      events,
-      clock,
-      maxLifetimeDays: config.apiKeyMaxLifetimeDays,
-      defaultRotationGraceSeconds: config.apiKeyRotationGraceSeconds
-    }), audit, clock),
+    roles: auditedRoles(createRoles({ db, store: rolesStore, events, clock, ownerGrantsChanged }), audit),
+    apiKeys: auditedApiKeys(apiKeys, audit, clock),
+    keyUsage: createKeyUsage({ store: createKeyUsageStore(db), apiKeys, clock, retentionDays: config.usageRetentionDays }),
     quotas: createQuotas({ store: createQuotaStore(db), clock }),
     signingKeys,
     accessTokens,

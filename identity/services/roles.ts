@@ -5,7 +5,7 @@ import type { Db } from '../store/db.js'
 import type { RolesStore, RoleRecord } from '../store/roles-store.js'
 import { IdentityProblems } from '../errors.js'
 import type { Clock } from './clock.js'
-import type { OwnerPoliciesChanged } from './owned-keys.js'
+import type { OwnerGrantsChanged } from './owned-keys.js'
 import { checkedPolicies, requireRolePolicyRoom } from './traffic-policies.js'
 
 export type Roles = ReturnType<typeof createRoles>
@@ -15,7 +15,8 @@ export interface RolesOptions {
   store: RolesStore
   events: EventBus
   clock: Clock
-  ownerPoliciesChanged: OwnerPoliciesChanged
+  /** Re-announces the keys of a role's holders when what the role grants changed. */
+  ownerGrantsChanged: OwnerGrantsChanged
 }
 
 const samePolicies = (a: readonly TrafficPolicy[], b: readonly TrafficPolicy[]): boolean => JSON.stringify(a) === JSON.stringify(b)
@@ -41,17 +42,19 @@ export function createRoles (options: RolesOptions) {
      */
     async set (name: string, permissions: string[], policies?: TrafficPolicy[], keyMaxLifetimeDays?: number | null): Promise<RoleRecord> {
       const given = policies !== undefined ? checkedPolicies(policies) : undefined
-      const { before, after, holders } = db.transaction(() => {
+      const { before, after, holders, permissionsChanged } = db.transaction(() => {
         const existing = store.get(name)
         const before = existing?.policies ?? []
         const after = given ?? before
         requireRolePolicyRoom(store.mostPoliciesBesides(name) + after.length, 'policies', `a holder of role ${name}`)
         const lifetime = keyMaxLifetimeDays !== undefined ? keyMaxLifetimeDays : existing?.keyMaxLifetimeDays ?? null
         store.upsert(name, { permissions: normalizePermissions(permissions), policies: after, keyMaxLifetimeDays: lifetime }, clock.now())
-        return { before, after, holders: store.usersWith(name) }
+        const permissionsChanged = JSON.stringify(existing?.permissions ?? []) !== JSON.stringify(normalizePermissions(permissions))
+        return { before, after, holders: store.usersWith(name), permissionsChanged }
       }).immediate()
       await events.publish({ type: 'role.changed', role: name, userIds: holders, at: new Date(clock.now()).toISOString() })
-      if (!samePolicies(before, after)) await options.ownerPoliciesChanged(holders)
+      // Holders' keys are bounded by their permissions and carry their policies (owned-keys.ts).
+      if (permissionsChanged || !samePolicies(before, after)) await options.ownerGrantsChanged(holders)
       return get(name)
     },
 

@@ -5,7 +5,7 @@ import type { RolesStore } from '../store/roles-store.js'
 import type { UsersStore, UserRecord } from '../store/users-store.js'
 import { IdentityProblems } from '../errors.js'
 import type { Clock } from './clock.js'
-import type { OwnerPoliciesChanged } from './owned-keys.js'
+import type { OwnerGrantsChanged } from './owned-keys.js'
 import type { PasswordHasher } from './password-hasher.js'
 import type { Sessions } from './sessions.js'
 import { requireRolePolicyRoom } from './traffic-policies.js'
@@ -18,7 +18,8 @@ export interface UsersOptions {
   sessions: Sessions
   events: EventBus
   clock: Clock
-  ownerPoliciesChanged: OwnerPoliciesChanged
+  /** Re-announces a user's keys when what they may do changed (roles, disabled or enabled). */
+  ownerGrantsChanged: OwnerGrantsChanged
 }
 
 export type Users = ReturnType<typeof createUsers>
@@ -75,7 +76,7 @@ export function createUsers (options: UsersOptions) {
       const names = requireRoles(roleNames)
       db.transaction(() => { store.setRoles(id, names, clock.now()) })()
       await events.publish({ type: 'user.roles_changed', userId: id, at: at() })
-      await options.ownerPoliciesChanged([id])
+      await options.ownerGrantsChanged([id])
       return get(id)
     },
 
@@ -92,7 +93,7 @@ export function createUsers (options: UsersOptions) {
       store.setPassword(id, await hasher.hash(password), get(id).passwordChangedAt)
     },
 
-    /** Disabling ends every session of the user; enabling lets them log in again. */
+    /** Disabling ends every session of the user and stops their keys; enabling lets them log in, and their keys work, again. */
     async setDisabled (id: string, disabled: boolean): Promise<UserRecord> {
       const user = get(id)
       if ((user.disabledAt !== null) === disabled) return user
@@ -100,6 +101,8 @@ export function createUsers (options: UsersOptions) {
       if (disabled) await sessions.revokeAllOfUser(id, 'user_disabled', change)
       else change()
       await events.publish({ type: disabled ? 'user.disabled' : 'user.enabled', userId: id, at: at() })
+      // The user's keys work only while the user is active.
+      await options.ownerGrantsChanged([id])
       return get(id)
     }
   }

@@ -200,10 +200,13 @@ export function createApiKeysStore (db: Db) {
      * Applies a gateway's usage report in one transaction, once per batch id (see
      * usage-batches.ts). Lookup ids no secret has are skipped and counted. Use counts
      * are bookkeeping: committed without a disk sync (see commitWithoutSync).
+     * `alongside` runs in the same transaction once the batch is claimed (the report's
+     * hourly outcomes), so it too is applied once per batch id, with the uses or not at all.
      */
-    recordUses: (batchId: string, uses: readonly KeyUseReport[], now: number) =>
+    recordUses: (batchId: string, uses: readonly KeyUseReport[], now: number, alongside?: () => void) =>
       commitWithoutSync(db, () => {
         if (!batches.claim(batchId, now)) return { applied: 0, unknown: 0, duplicate: true }
+        alongside?.()
         let applied = 0
         for (const use of uses) {
           const params = { count: use.count, at: use.lastUsedAt, route: use.route, ip: use.ip }

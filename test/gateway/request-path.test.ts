@@ -72,7 +72,7 @@ async function startPath (t: Test, waitAt: Stage | null) {
         return at('traffic', admission)
       }
     },
-    usage: { record: () => { seen.uses++ } },
+    usage: { record: () => { seen.uses++ }, count: () => {} },
     // A body stage that waits resolves to a body; null (no body) is what a GET has, so it stands for one.
     body: () => at<Buffer | null>('body', null) as ReturnType<RequestPathStages['body']>,
     proxy: (exchange) => {

@@ -231,9 +231,24 @@ t.test('events', async (t) => {
       'the key of the role\'s holder: its verdict carries the role\'s policies')
     await assertNothingElse(t, s.events, sentinel, 'no event for a key of its own or a revoked one')
 
+    s.clock.advance(1_000)
     assertStatus(t, await s.admin('PUT', '/admin/roles/reader', { permissions: ['users:read'] }), 200)
     await s.events.next('role.changed', { where: (e) => e.role === 'reader' })
-    await assertNothingElse(t, s.events, sentinel, 'a change of permissions only (policies kept)')
+    t.same(await s.events.next('key.updated'), { type: 'key.updated', keyId: owned, at: s.now() },
+      'a change of permissions only (policies kept): the key may do at most what its owner may')
+    assertStatus(t, await s.admin('PUT', '/admin/roles/reader', { permissions: ['users:read'], policies: [burst] }), 200)
+    await s.events.next('role.changed', { where: (e) => e.role === 'reader' })
+    await assertNothingElse(t, s.events, sentinel, 'the same permissions and policies again')
+
+    s.clock.advance(1_000)
+    assertStatus(t, await s.admin('POST', `/admin/users/${userId}/disable`), 200)
+    await s.events.next('user.disabled')
+    t.same(await s.events.next('key.updated'), { type: 'key.updated', keyId: owned, at: s.now() }, 'the owner disabled: the key works only while its owner is active')
+    s.clock.advance(1_000)
+    assertStatus(t, await s.admin('POST', `/admin/users/${userId}/enable`), 200)
+    await s.events.next('user.enabled')
+    t.same(await s.events.next('key.updated'), { type: 'key.updated', keyId: owned, at: s.now() }, 'the owner enabled again')
+    await assertNothingElse(t, s.events, sentinel, 'one event each, for the live owned key only')
 
     s.clock.advance(1_000)
     assertStatus(t, await s.admin('PUT', `/admin/users/${userId}/roles`, { roles: [] }), 200)

@@ -26,7 +26,7 @@ export const keysVerifyRoutes: FastifyPluginAsyncTypebox<{ services: IdentitySer
       key: {
         id: key.id,
         name: key.name,
-        permissions: key.permissions,
+        permissions: result.permissions,
         expires_at: iso(key.expiresAt),
         owner_user_id: key.ownerUserId,
         policies: result.policies

@@ -80,13 +80,14 @@ t.test('the counter: uses per lookup id, and the last one\'s time, route and add
   counter.record('bbbbbbbbbbbb', '/tasks', '10.0.0.3')
   t.equal(counter.size, 2)
   const first = counter.take()
+  const hour = (allowed: number) => ({ start: START, allowed, forbidden: 0, rate_limited: 0, quota_exhausted: 0, upstream_error: 0 })
   t.same([...first], [
-    ['aaaaaaaaaaaa', { count: 2, lastUsedAt: START + 1_000, route: '/users/:id', ip: '10.0.0.2' }],
-    ['bbbbbbbbbbbb', { count: 1, lastUsedAt: START + 1_000, route: '/tasks', ip: '10.0.0.3' }]
+    ['aaaaaaaaaaaa', { count: 2, lastUsedAt: START + 1_000, route: '/users/:id', ip: '10.0.0.2', hour: hour(2), earlier: null }],
+    ['bbbbbbbbbbbb', { count: 1, lastUsedAt: START + 1_000, route: '/tasks', ip: '10.0.0.3', hour: hour(1), earlier: null }]
   ])
   t.equal(counter.size, 0, 'taking empties it')
   counter.record('aaaaaaaaaaaa', '/users', '10.0.0.1')
-  t.same(counter.take().get('aaaaaaaaaaaa'), { count: 1, lastUsedAt: START + 1_000, route: '/users', ip: '10.0.0.1' }, 'counted afresh after a take')
+  t.same(counter.take().get('aaaaaaaaaaaa'), { count: 1, lastUsedAt: START + 1_000, route: '/users', ip: '10.0.0.1', hour: hour(1), earlier: null }, 'counted afresh after a take')
   t.same([...first.values()].map((u) => u.count), [2, 1], 'what was taken before is not touched by later uses')
 })
 
@@ -174,9 +175,10 @@ t.test('backoff: the wait after failures doubles', async (t) => {
 t.test('a report identity refuses (400) is dropped and counted, and does not hold back the next ones', async (t) => {
   const { counter, identity, metrics, reporter } = setup()
   for (let i = 0; i < KEY_USAGE_MAX_ENTRIES + 3; i++) counter.record(randomLookupId(), '/users', '10.0.0.1')
-  identity.outcomes.push(refused())
+  // Refused with its hourly outcomes, then without them (as an older identity would be asked: test/gateway/usage-over-time-counter).
+  identity.outcomes.push(refused(), refused())
   await reporter.close()
-  t.same(identity.sent.map((r) => r.uses.length), [KEY_USAGE_MAX_ENTRIES, 3], 'the refused report was sent once, then the next')
+  t.same(identity.sent.map((r) => r.uses.length), [KEY_USAGE_MAX_ENTRIES, KEY_USAGE_MAX_ENTRIES, 3], 'the refused report was sent once in each form, then the next')
   t.equal(await metricValue(metrics, 'keyUsageFlushes', 'refused'), 1)
   t.equal(await metricValue(metrics, 'keyUsageDropped', 'refused'), KEY_USAGE_MAX_ENTRIES, 'its uses counted as dropped')
   t.equal(await metricValue(metrics, 'keyUsageDropped', 'shutdown'), 0, 'nothing else lost')
