@@ -2,6 +2,7 @@ import { Type } from 'typebox'
 import { PERMISSION_PATTERN } from '../common/permissions.js'
 import { TrafficPolicies } from '../common/traffic/policy.js'
 import { KEY_ORIGINS } from './store/api-keys-store.js'
+import { KEY_LIST_STATUSES } from './store/key-list-filter.js'
 
 /**
  * JSON schemas shared by identity's routes. Every body is closed
@@ -170,3 +171,19 @@ export const Jwks = Type.Object({
     use: Type.String()
   }))
 })
+
+/** A key hygiene query's number of days (`GET /admin/keys?expiring_within_days=7`, `portier keys list --idle 90d`). */
+const keyListDays = (description: string) => Type.Integer({ minimum: 1, maximum: 36_500, description })
+export const KeyListDays = keyListDays('a number of days')
+export const KeyListStatusSchema = Type.Enum(KEY_LIST_STATUSES, {
+  description: 'active, disabled, revoked or expired as the key shows it; rotating: a retired secret still in its grace period (not revoked)'
+})
+
+/** GET /admin/keys filters: every one given must hold. */
+export const KeyListQuery = Type.Object({
+  owner: Type.Optional(Id),
+  status: Type.Optional(KeyListStatusSchema),
+  expiring_within_days: Type.Optional(keyListDays('expires within this many days from now, not yet expired')),
+  idle_days: Type.Optional(keyListDays('not used for this many days: last used (or, never used, created) longer ago')),
+  never_expires: Type.Optional(Type.Boolean({ description: 'true: keys without an expiry; false: keys with one' }))
+}, { additionalProperties: false })

@@ -1,7 +1,10 @@
 import { Option, type Command } from 'commander'
-import { GraceSeconds, Id, KeyName, Permissions, Timestamp } from '../../identity/schemas.js'
+import type { Static } from 'typebox'
+import { GraceSeconds, Id, KeyListDays, KeyListStatusSchema, KeyName, Permissions, Timestamp, type KeyListQuery } from '../../identity/schemas.js'
 import type { CreatedKey } from '../../identity/services/api-keys.js'
 import type { IdentityServices } from '../../identity/services/index.js'
+import { keyListCriteriaOf } from '../../identity/services/key-list.js'
+import { KEY_LIST_STATUSES } from '../../identity/store/key-list-filter.js'
 import { apiKeyView } from '../../identity/views.js'
 import { warn, UsageError, type CliIo } from '../io.js'
 import type { Answer } from '../output.js'
@@ -38,6 +41,32 @@ function addExpiryOptions (command: Command): Command {
     .addOption(new Option('--expires-in <duration>', 'expiry from now, e.g. 90d, 12w or 24h'))
 }
 
+interface ListOptions {
+  owner?: string
+  status?: string
+  expiring?: string
+  idle?: string
+  neverExpires?: boolean
+}
+
+/** `7d` or `7`: a number of days (the key hygiene filters count in days). */
+function parseDays (text: string, name: string): number {
+  const match = /^(\d{1,9})d?$/.exec(text.trim())
+  if (match === null) throw new UsageError(`${name}: "${text}" is not a number of days; write e.g. 7d or 7`)
+  return checked(KeyListDays, Number(match[1]), name)
+}
+
+/** The options as the admin API's query (GET /admin/keys), each checked against the same schema. */
+function listQueryFrom (options: ListOptions): Static<typeof KeyListQuery> {
+  return {
+    ...(options.owner !== undefined ? { owner: checked(Id, options.owner, '--owner') } : {}),
+    ...(options.status !== undefined ? { status: checked(KeyListStatusSchema, options.status, '--status') } : {}),
+    ...(options.expiring !== undefined ? { expiring_within_days: parseDays(options.expiring, '--expiring') } : {}),
+    ...(options.idle !== undefined ? { idle_days: parseDays(options.idle, '--idle') } : {}),
+    ...(options.neverExpires === true ? { never_expires: true } : {})
+  }
+}
+
 function view (services: IdentityServices, id: string) {
   return apiKeyView(services.apiKeys.get(id), services.apiKeys.secretsOf(id), services.clock.now())
 }
@@ -69,10 +98,16 @@ export function registerKeyCommands (program: Command, io: CliIo): void {
     }))
 
   keys.command('list')
-    .description('list API keys (never their secrets), with last use and rotation state')
-    .action(identityAction(io, async ({ services }) => {
+    .description('list API keys (never their secrets), with last use and rotation state; the filters given must all match')
+    .option('--owner <user-id>', 'keys of this user')
+    .option('--status <status>', `keys in this state: ${KEY_LIST_STATUSES.join(', ')} (rotating: an old secret still in its grace period)`)
+    .option('--expiring <days>', 'expiring within this many days, not yet expired, e.g. 7d')
+    .option('--idle <days>', 'not used for this many days (never used: created longer ago), e.g. 90d')
+    .option('--never-expires', 'keys without an expiry')
+    .action(identityAction<ListOptions>(io, async ({ options, services }) => {
+      const criteria = keyListCriteriaOf(listQueryFrom(options))
       const s = await services()
-      return { body: { api_keys: s.apiKeys.list().map((k) => view(s, k.id)) }, columns: { api_keys: KEY_COLUMNS } }
+      return { body: { api_keys: s.apiKeys.list(criteria).map((k) => view(s, k.id)) }, columns: { api_keys: KEY_COLUMNS } }
     }))
 
   keys.command('show')

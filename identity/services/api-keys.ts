@@ -18,6 +18,7 @@ import { userNamespaceOf } from './key-namespace.js'
 import type { KeySecrets } from './key-secrets.js'
 import type { OwnerGrantsOf } from './owned-keys.js'
 import { checkedPolicies, keyPolicyGrants } from './traffic-policies.js'
+import { keyListFilter, type KeyListCriteria } from './key-list.js'
 
 const DAY_MS = 86_400_000
 /**
@@ -215,7 +216,8 @@ export function createApiKeys (options: ApiKeysOptions) {
 
   return {
     get,
-    list: () => store.list(),
+    /** Every key, or those matching `criteria` (key hygiene queries), oldest first. */
+    list: (criteria: KeyListCriteria = {}) => store.listMatching(keyListFilter(criteria, clock.now()), clock.now()),
     secretsOf: (id: string) => store.secretsOf(id),
 
     async create (input: NewKey): Promise<CreatedKey> {

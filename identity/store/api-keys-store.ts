@@ -2,6 +2,7 @@ import type { TrafficPolicy } from '../../common/traffic/policy.js'
 import { commitWithoutSync } from './database.js'
 import type { Db } from './db.js'
 import { createBatchLedger } from './usage-batches.js'
+import { keyListWhere, type KeyListFilter } from './key-list-filter.js'
 
 /** Where a key was made: the admin API, the CLI, its owner through /me/keys, or the demo's seeding. */
 export const KEY_ORIGINS = ['admin', 'cli', 'self_service', 'seed'] as const
@@ -137,7 +138,6 @@ export function createApiKeysStore (db: Db) {
       VALUES (@lookupId, @keyId, @secretHash, @now)`),
     byId: db.prepare('SELECT * FROM api_keys WHERE id = ?'),
     byName: db.prepare('SELECT * FROM api_keys WHERE name = ?'),
-    list: db.prepare('SELECT * FROM api_keys ORDER BY created_at, id'),
     secretsOf: db.prepare('SELECT * FROM api_key_secrets WHERE key_id = ? ORDER BY created_at DESC'),
     secretByLookup: db.prepare('SELECT * FROM api_key_secrets WHERE lookup_id = ?'),
     update: db.prepare(`UPDATE api_keys SET permissions = @permissions, traffic_policies = @policies, expires_at = @expiresAt, updated_at = @now
@@ -174,7 +174,12 @@ export function createApiKeysStore (db: Db) {
     },
     byId: (id: string) => toKey(statements.byId.get(id) as KeyRow | undefined),
     byName: (name: string) => toKey(statements.byName.get(name) as KeyRow | undefined),
-    list: () => (statements.list.all() as KeyRow[]).map((row) => toKey(row) as ApiKeyRecord),
+    /** The keys matching every condition of `filter` at `now` (all of them for none), oldest first (key-list-filter.ts). */
+    listMatching (filter: KeyListFilter, now: number): ApiKeyRecord[] {
+      const { where, params } = keyListWhere(filter, now)
+      return (db.prepare(`SELECT k.* FROM api_keys k WHERE ${where} ORDER BY k.created_at, k.id`).all(params) as KeyRow[])
+        .map((row) => toKey(row) as ApiKeyRecord)
+    },
     secretsOf: (keyId: string) => (statements.secretsOf.all(keyId) as SecretRow[]).map((row) => toSecret(row) as ApiKeySecretRecord),
     secretByLookupId: (lookupId: string) => toSecret(statements.secretByLookup.get(lookupId) as SecretRow | undefined),
     update: (id: string, fields: KeyFields, now: number) => {

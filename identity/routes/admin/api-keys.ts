@@ -4,10 +4,11 @@ import { CommonProblems } from '../../../common/problem.js'
 import { TrafficPolicies } from '../../../common/traffic/policy.js'
 import { BODY_PROBLEMS, problemResponses } from '../../../common/problem-schema.js'
 import { IdentityProblems } from '../../errors.js'
-import { ApiKeyView, CreatedKeyView, GraceSeconds, Id, IdParams, KeyName, NullableTimestamp, Permissions } from '../../schemas.js'
+import { ApiKeyView, CreatedKeyView, GraceSeconds, Id, IdParams, KeyListQuery, KeyName, NullableTimestamp, Permissions } from '../../schemas.js'
 import type { IdentityServices } from '../../services/index.js'
 import type { CreatedKey } from '../../services/api-keys.js'
 import { apiKeyView } from '../../views.js'
+import { keyListCriteriaOf } from '../../services/key-list.js'
 import { ADMIN_PROBLEMS } from './credential-guard.js'
 import { operator } from './operator-route.js'
 import { OPERATOR_PERMISSIONS } from '../../services/operator-permissions.js'
@@ -58,11 +59,14 @@ export const adminApiKeyRoutes: FastifyPluginAsyncTypebox<{ services: IdentitySe
   app.get('/admin/keys', {
     ...operator(OPERATOR_PERMISSIONS.keys),
     schema: {
-      summary: 'List API keys (never their secrets)',
+      summary: 'List API keys (never their secrets), all or those every given filter matches',
       tags,
-      response: { 200: Type.Object({ api_keys: Type.Array(ApiKeyView) }), ...problemResponses(ADMIN_PROBLEMS) }
+      querystring: KeyListQuery,
+      response: { 200: Type.Object({ api_keys: Type.Array(ApiKeyView) }), ...problemResponses(ADMIN_PROBLEMS, CommonProblems.validationFailed) }
     }
-  }, async () => ({ api_keys: apiKeys.list().map((k) => apiKeyView(k, apiKeys.secretsOf(k.id), clock.now())) }))
+  }, async (request) => ({
+    api_keys: apiKeys.list(keyListCriteriaOf(request.query)).map((k) => apiKeyView(k, apiKeys.secretsOf(k.id), clock.now()))
+  }))
 
   app.get('/admin/keys/:id', {
     ...operator(OPERATOR_PERMISSIONS.keys),
