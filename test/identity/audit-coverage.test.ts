@@ -1,7 +1,6 @@
 import t, { type Test } from 'tap'
 import Database from 'better-sqlite3'
 import { join } from 'node:path'
-import type { Command } from 'commander'
 import { PassThrough } from 'node:stream'
 import { createPortierProgram } from '../../cli/program.js'
 import { openDatabase } from '../../identity/store/database.js'
@@ -246,8 +245,11 @@ const COMMANDS: Record<string, CommandRecipe> = {
   'config check': READ_ONLY
 }
 
+/** What this test reads of the program's commands (commander's own types stay in cli/). */
+interface CommandTree { name: () => string, commands: readonly CommandTree[] }
+
 /** `group sub` for every leaf command of the program. */
-function leafCommands (command: Command, prefix: string[] = []): string[] {
+function leafCommands (command: CommandTree, prefix: string[] = []): string[] {
   if (command.commands.length === 0) return [prefix.join(' ')]
   return command.commands.flatMap((sub) => leafCommands(sub, [...prefix, sub.name()]))
 }
