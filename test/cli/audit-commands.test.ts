@@ -7,6 +7,9 @@ import { startIdentity, tempDir } from '../helpers/identity.js'
 import { adminClient } from '../helpers/http.js'
 import { runPortierHere } from '../helpers/cli.js'
 import { WITH_SIGNING_KEY_ENCRYPTION } from '../helpers/signing-key-encryption.js'
+import { nodeCommand } from '../helpers/node-command.js'
+import { REPO_ROOT } from '../helpers/repo-root.js'
+import { spawn } from 'node:child_process'
 
 /**
  * `portier audit list | verify | check-head` on a database a server opens too: the
@@ -89,4 +92,26 @@ t.test('verify and check-head: exit 0 while the trail holds, 1 once it is broken
   t.equal(cut.code, 1, 'which the signed head shows')
   t.match(cut.json, { valid: false, reason: 'record_missing', seq: 5 })
   t.equal(cut.stderr, 'error: the signed head does not match the trail: record_missing\n')
+})
+
+/** `portier args…` as operators run it: bin/portier.js in a child process. */
+async function portierProcess (env: Record<string, string>, args: string[]): Promise<number | null> {
+  const child = spawn(...nodeCommand([join(REPO_ROOT, 'bin', 'portier.js'), ...args]), { cwd: REPO_ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: 'ignore' })
+  return await new Promise((resolve) => child.once('close', resolve))
+}
+
+t.test('CLI processes and the server writing at once keep one unbroken chain', async (t) => {
+  const env = cliEnv(t)
+  const server = await startIdentity(t, {}, { databasePath: env.IDENTITY_DATABASE_PATH as string })
+  const admin = adminClient(server.adminUrl, server.adminToken)
+  // The server keeps writing for as long as the CLI processes run.
+  let cliRunning = true
+  const cli = Promise.all(['a', 'b', 'c'].map(async (name) => await portierProcess(env, ['roles', 'set', `cli-${name}`, '--permissions', 'tasks:read'])))
+    .finally(() => { cliRunning = false })
+  const statuses: number[] = []
+  while (cliRunning) statuses.push((await admin('PUT', `/admin/roles/server-${statuses.length}`, { permissions: [] })).status)
+  t.same(await cli, [0, 0, 0], 'every CLI write succeeds')
+  t.ok(statuses.length > 0 && statuses.every((status) => status === 200), 'and every server write meanwhile')
+  const verified = await portier(env, ['audit', 'verify'])
+  t.same(verified.json, { valid: true, checked: 1 + 3 + statuses.length, first_broken_seq: null }, 'one record each, in one chain')
 })
