@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander'
 import { Type } from 'typebox'
-import { AuditAction, AuditActorTypeSchema, AuditLimit, auditFilterOf } from '../../identity/routes/admin/audit.js'
+import { AuditAction, AuditActorTypeSchema, AuditLimit, AuditOutcomeSchema, auditFilterOf } from '../../identity/routes/admin/audit.js'
 import { Timestamp } from '../../identity/schemas.js'
 import type { CliIo } from '../io.js'
 import { identityAction } from '../identity-action.js'
@@ -15,6 +15,7 @@ interface ListOptions {
   actorType?: string
   actorId?: string
   action?: string
+  outcome?: string
   targetType?: string
   targetId?: string
   from?: string
@@ -33,6 +34,7 @@ export function registerAuditCommands (program: Command, io: CliIo): void {
     .option('--actor-type <type>', 'user, admin_token, cli, system or anonymous')
     .option('--actor-id <id>', 'a user id, the OS user of a CLI run, a system component')
     .option('--action <action>', 'e.g. key.create, user.disable, login')
+    .option('--outcome <outcome>', 'success or failure (refused attempts, failed logins)')
     .option('--target-type <type>', 'e.g. user, role, api_key, session, signing_key')
     .option('--target-id <id>', 'the id (or role name) acted on')
     .option('--from <time>', 'records at or after this time (ISO 8601 with a zone)')
@@ -45,6 +47,7 @@ export function registerAuditCommands (program: Command, io: CliIo): void {
         ...(options.actorType !== undefined ? { actor_type: checked(AuditActorTypeSchema, options.actorType, '--actor-type') } : {}),
         ...(options.actorId !== undefined ? { actor_id: checked(Name, options.actorId, '--actor-id') } : {}),
         ...(options.action !== undefined ? { action: checked(AuditAction, options.action, '--action') } : {}),
+        ...(options.outcome !== undefined ? { outcome: checked(AuditOutcomeSchema, options.outcome, '--outcome') } : {}),
         ...(options.targetType !== undefined ? { target_type: checked(TargetType, options.targetType, '--target-type') } : {}),
         ...(options.targetId !== undefined ? { target_id: checked(Name, options.targetId, '--target-id') } : {}),
         ...(options.from !== undefined ? { from: checked(Timestamp, options.from, '--from', TIMESTAMP_HINT) } : {}),

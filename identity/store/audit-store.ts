@@ -37,6 +37,7 @@ export interface AuditFilter {
   actorType?: string
   actorId?: string
   action?: string
+  outcome?: 'success' | 'failure'
   targetType?: string
   targetId?: string
   /** ms, inclusive. */
@@ -94,6 +95,7 @@ const CONDITIONS: ReadonlyArray<readonly [keyof AuditFilter, string]> = [
   ['actorType', 'actor_type = @actorType'],
   ['actorId', 'actor_id = @actorId'],
   ['action', 'action = @action'],
+  ['outcome', 'outcome = @outcome'],
   ['targetType', 'target_type = @targetType'],
   ['targetId', 'target_id = @targetId'],
   ['from', 'at >= @from'],

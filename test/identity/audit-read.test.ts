@@ -135,8 +135,22 @@ t.test('the admin OpenAPI document lists the audit routes with their schemas', a
   const list = document.paths['/admin/audit']?.get
   t.match(list, { tags: ['audit'], responses: { 200: { content: { 'application/json': { schema: Object }, 'application/x-ndjson': { schema: Object } } } } })
   t.same(list.parameters.map((p: any) => p.name).sort(),
-    ['action', 'actor_id', 'actor_type', 'cursor', 'format', 'from', 'limit', 'order', 'target_id', 'target_type', 'to'])
+    ['action', 'actor_id', 'actor_type', 'cursor', 'format', 'from', 'limit', 'order', 'outcome', 'target_id', 'target_type', 'to'])
   t.match(document.paths['/admin/audit/verify']?.get, { tags: ['audit'], responses: { 200: { content: { 'application/json': { schema: { properties: { first_broken_seq: Object } } } } } } })
   t.match(document.paths['/admin/audit/head']?.get, { tags: ['audit'], responses: { 200: Object } })
   t.match(document.paths['/admin/audit/head/verify']?.post, { tags: ['audit'], requestBody: Object, responses: { 200: Object } })
+})
+
+t.test('an operator reads the trail with admin:audit; without it, 403 and the refusal is recorded', async (t) => {
+  const s = await startWithUser(t, { roles: { auditor: ['admin:audit'], keeper: ['admin:keys'] } })
+  const auditor = await s.login()
+  const read = await http(`${s.adminUrl}/admin/audit?action=login`, { bearer: auditor.access_token })
+  assertJson(t, read, 200, 'admin:audit reads the trail')
+  t.match(read.body.records, [{ actor: { type: 'user', id: s.userId } }])
+  assertJson(t, await http(`${s.adminUrl}/admin/audit/verify`, { bearer: auditor.access_token }), 200, 'and verifies it')
+
+  assertStatus(t, await s.admin('PUT', `/admin/users/${s.userId}/roles`, { roles: ['keeper'] }), 200)
+  assertProblem(t, await http(`${s.adminUrl}/admin/audit/head`, { bearer: auditor.access_token }), 403, 'admin_forbidden', 'admin:keys does not open the trail')
+  const refusals = (await s.admin('GET', '/admin/audit?outcome=failure&actor_type=user')).body.records as Records
+  t.match(refusals[0], { action: 'admin.access', outcome: 'failure', error_code: 'admin_forbidden', actor: { type: 'user', id: s.userId }, target: { type: 'route', id: 'GET /admin/audit/head' } })
 })

@@ -27,12 +27,14 @@ export const AuditAction = Type.String({ pattern: '^[a-z][a-z0-9_.]{0,63}$', des
 export const AuditOrderSchema = Type.Union([Type.Literal('newest'), Type.Literal('oldest')], { default: 'newest' })
 export const AuditLimit = Type.Integer({ minimum: 1, maximum: MAX_PAGE_LIMIT, default: DEFAULT_PAGE_LIMIT })
 
+export const AuditOutcomeSchema = Type.Union([Type.Literal('success'), Type.Literal('failure')])
+
 export const AuditRecordSchema = Type.Object({
   seq: Type.Integer({ minimum: 1 }),
   id: Type.String(),
   at: Timestamp,
   action: Type.String(),
-  outcome: Type.Union([Type.Literal('success'), Type.Literal('failure')]),
+  outcome: AuditOutcomeSchema,
   error_code: Nullable(Type.String()),
   actor: Type.Object({ type: Type.String(), id: Nullable(Type.String()) }),
   source: Type.Object({ ip: Nullable(Type.String()), user_agent: Nullable(Type.String()), request_id: Nullable(Type.String()) }),
@@ -51,6 +53,7 @@ export const AuditListQuery = Type.Object({
   actor_type: Type.Optional(AuditActorTypeSchema),
   actor_id: Type.Optional(Name),
   action: Type.Optional(AuditAction),
+  outcome: Type.Optional(AuditOutcomeSchema),
   target_type: Type.Optional(Type.String({ pattern: '^[a-z][a-z0-9_]{0,31}$' })),
   target_id: Type.Optional(Name),
   from: Type.Optional(Timestamp),
@@ -85,11 +88,12 @@ const HeadCheckSchema = Type.Object({
 })
 
 /** The query's filter members, as the service takes them. */
-export function auditFilterOf (query: Pick<Static<typeof AuditListQuery>, 'actor_type' | 'actor_id' | 'action' | 'target_type' | 'target_id' | 'from' | 'to'>): AuditFilter {
+export function auditFilterOf (query: Pick<Static<typeof AuditListQuery>, 'actor_type' | 'actor_id' | 'action' | 'outcome' | 'target_type' | 'target_id' | 'from' | 'to'>): AuditFilter {
   return {
     ...(query.actor_type !== undefined ? { actorType: query.actor_type } : {}),
     ...(query.actor_id !== undefined ? { actorId: query.actor_id } : {}),
     ...(query.action !== undefined ? { action: query.action } : {}),
+    ...(query.outcome !== undefined ? { outcome: query.outcome } : {}),
     ...(query.target_type !== undefined ? { targetType: query.target_type } : {}),
     ...(query.target_id !== undefined ? { targetId: query.target_id } : {}),
     ...(query.from !== undefined ? { from: Date.parse(query.from) } : {}),
