@@ -35,6 +35,7 @@ export const IDENTITY_ROUTES: readonly IdentityRoute[] = Object.freeze(([
   { method: 'GET', path: '/me/keys/:id' },
   { method: 'POST', path: '/me/keys/:id/rotate' },
   { method: 'POST', path: '/me/keys/:id/revoke' },
+  { method: 'GET', path: '/me/keys/:id/usage' },
   { method: 'GET', path: '/me/sessions' },
   { method: 'DELETE', path: '/me/sessions/:id' },
   { method: 'POST', path: '/me/sessions/revoke-others' }

@@ -86,8 +86,9 @@ function checkRoutes (upstream: Upstream, place: string, declared: Map<string, D
       ? undefined
       : upstreamPathProblem(withBasePath(base, route.path), upstream.prefix === '/' && base === '')
     if (upstreamProblem !== undefined) out.problems.push(`${where}.path: ${label} ${upstreamProblem}`)
-    // By pattern key: `/me/keys/:keyId` is identity's `/me/keys/:id` under another parameter name.
-    const identity = IDENTITY_ROUTES.find((r) => patternKey(r.path) === patternKey(pattern))
+    // By pattern key: `/me/keys/:keyId` is identity's `/me/keys/:id` under another parameter name. Named: the route of the same method, if any.
+    const onPath = IDENTITY_ROUTES.filter((r) => patternKey(r.path) === patternKey(pattern))
+    const identity = onPath.find((r) => r.method === route.method) ?? onPath[0]
     if (identity !== undefined) {
       out.problems.push(`${where}: ${label} collides with the built-in identity route ${identity.method} ${identity.path}`)
     }

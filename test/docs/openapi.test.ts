@@ -146,7 +146,7 @@ t.test('gateway: identity\'s public operations and every route and alias of the 
       t.same(republished?.security, operation.security, `${method.toUpperCase()} ${path}: and identity's own credential rule`)
     }
   }
-  t.equal(identityOperations, 14, 'login, logout, refresh at both paths, JWKS, and the nine of self-service')
+  t.equal(identityOperations, 15, 'login, logout, refresh at both paths, JWKS, and the ten of self-service')
   t.same(Object.keys(document.paths).filter((p) => /^\/(admin|internal)(\/|$)/i.test(p)), [], 'nothing of /admin or /internal')
   t.match(document.paths['/echo/{wildcard}']?.get?.parameters, [{ name: 'wildcard', in: 'path', required: true }], 'a final * is a documented parameter')
   t.match(document.paths['/users']?.get?.parameters, [{ $ref: '#/components/parameters/inflection' }], 'x-api-inflection is documented')

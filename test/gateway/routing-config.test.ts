@@ -279,7 +279,7 @@ t.test('semantic collisions', async (t) => {
     ['an alias target on /openapi.json', (d) => { upstream(d).aliases = { '/api': '/openapi.json' } },
       ['gateway.yaml: upstreams[0].aliases./api: its target /openapi.json is the gateway\'s own /openapi.json']],
     ...[['POST', '/sessions'], ['DELETE', '/sessions/current'], ['POST', '/tokens'], ['POST', '/jetons'], ['GET', '/.well-known/jwks.json'],
-      ['GET', '/me'], ['GET', '/me/keys'], ['POST', '/me/keys'], ['GET', '/me/keys/:id'], ['POST', '/me/keys/:id/rotate'], ['POST', '/me/keys/:id/revoke'],
+      ['GET', '/me'], ['GET', '/me/keys'], ['POST', '/me/keys'], ['GET', '/me/keys/:id'], ['POST', '/me/keys/:id/rotate'], ['POST', '/me/keys/:id/revoke'], ['GET', '/me/keys/:id/usage'],
       ['GET', '/me/sessions'], ['DELETE', '/me/sessions/:id'], ['POST', '/me/sessions/revoke-others']].map(([method, path]): [string, (d: Doc) => void, string[]] =>
       [`a route on identity's ${method} ${path}`, (d) => { Object.assign(route(d, 2), { method, path }) },
         [`gateway.yaml: upstreams[0].routes[2]: ${method} ${path} collides with the built-in identity route ${method} ${path}`]]),

@@ -153,6 +153,7 @@ t.test("identity's built-in routes", async (t) => {
   // Self-service: paths with an id, forwarded as requested.
   for (const [method, pattern, path] of [['GET', '/me', '/me'], ['GET', '/me/keys', '/me/keys'], ['POST', '/me/keys', '/me/keys'],
     ['GET', '/me/keys/:id', '/me/keys/key_7'], ['POST', '/me/keys/:id/rotate', '/me/keys/key_7/rotate'], ['POST', '/me/keys/:id/revoke', '/me/keys/k/revoke'],
+    ['GET', '/me/keys/:id/usage', '/me/keys/key_7/usage'],
     ['GET', '/me/sessions', '/me/sessions'], ['DELETE', '/me/sessions/:id', '/me/sessions/ses_1'], ['POST', '/me/sessions/revoke-others', '/me/sessions/revoke-others']] as const) {
     t.same(table.match(method, path), { kind: 'route', route: { method, pattern, permission: null, auth: 'none', grantedBy: [], websocket: false, upstream: identity, traffic: { policies: [], cost: 1 } }, upstreamPath: path }, `${method} ${path}`)
   }
@@ -228,7 +229,7 @@ t.test('paths from normalisePath: one spelling for the check, the match and the 
 })
 
 t.test('counts and upstreams', async (t) => {
-  t.equal(table.routeCount, 15 + 14, "the file's routes and identity's fourteen, implicit HEADs not counted")
+  t.equal(table.routeCount, 15 + 15, "the file's routes and identity's fifteen, implicit HEADs not counted")
   t.same(table.upstreams.map((u) => [u.name, u.origin, u.basePath]), [
     ['identity', IDENTITY_ORIGIN, ''],
     ['backoffice', 'http://127.0.0.1:4000', ''],
@@ -270,7 +271,7 @@ t.test('1 000 routes build and match quickly', async (t) => {
   const started = performance.now()
   const big = buildRouteTable(parseUpstreams(text, 'big.json', 'json', { strict: true }).config, { identityOrigin: IDENTITY_ORIGIN })
   const builtMs = performance.now() - started
-  t.equal(big.routeCount, 1014)
+  t.equal(big.routeCount, 1015)
   t.ok(builtMs < 2000, `loaded, checked and built in ${Math.round(builtMs)} ms`)
   const lookups = 100_000
   const matchStart = performance.now()

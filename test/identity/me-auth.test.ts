@@ -15,6 +15,7 @@ const ROUTES: Array<[string, string, unknown]> = [
   ['GET', '/me/keys', undefined],
   ['POST', '/me/keys', { name: 'k', permissions: ['users:list'], expires_at: '2026-01-05T00:00:00.000Z' }],
   ['GET', '/me/keys/{key}', undefined],
+  ['GET', '/me/keys/{key}/usage', undefined],
   ['POST', '/me/keys/{key}/rotate', { grace_seconds: 0 }],
   ['POST', '/me/keys/{key}/revoke', undefined],
   ['GET', '/me/sessions', undefined],

@@ -80,6 +80,26 @@ t.test('happy: uses reported by gateways show as the last use (time, route, addr
   t.match(shown.body.api_key, { last_used_at: iso(s.clock.now()), last_used_route: '/tasks/:id', last_used_ip: '203.0.113.7' })
 })
 
+t.test('happy: usage over time, as operators see it', async (t) => {
+  const s = await startWithMember(t, { roles: ROLES })
+  const { reportUses } = keyHelpers(t, s)
+  const own = await createOwnKey(t, s.ada.me, { name: 'ci', permissions: ['tasks:read'], expires_at: daysFrom(s.clock, 10) })
+  s.clock.advance(2 * 3_600_000)
+  await reportUses([{ key: own.key, count: 7, at: s.clock.now() - 3_600_000 }])
+  await s.ada.relogin()
+  for (const query of ['', '?step=hour', '?step=day', `?from=${iso(s.clock.now() - 3 * 3_600_000)}&to=${iso(s.clock.now())}`]) {
+    const mine = await s.ada.me('GET', `/me/keys/${own.id}/usage${query}`)
+    assertJson(t, mine, 200, `usage${query}`)
+    t.equal(mine.headers['cache-control'], 'no-store')
+    t.match(mine.body, { key_id: own.id, totals: { allowed: 7, total: 7 } }, `usage${query}: the reported uses`)
+    const operators = await s.admin('GET', `/admin/keys/${own.id}/usage${query}`)
+    t.same(mine.body, operators.body, `usage${query}: the operators' answer`)
+  }
+  for (const query of ['?step=week', '?from=yesterday', `?from=${iso(s.clock.now())}&to=${iso(s.clock.now() - 3_600_000)}`, '?extra=1']) {
+    assertProblem(t, await s.ada.me('GET', `/me/keys/${own.id}/usage${query}`), 400, 'validation_failed', `usage${query}`)
+  }
+})
+
 t.test('happy: rotation with a grace period, the old secret then stops; a grace past the key\'s expiry is cut to it', async (t) => {
   const s = await startWithMember(t, { roles: ROLES })
   const { verify } = keyHelpers(t, s)
@@ -292,7 +312,9 @@ t.test('bound: another user\'s key is an unknown key on every /me/keys/{id} rout
   const routes: Array<[string, (id: string) => string, unknown]> = [
     ['GET', (id) => `/me/keys/${id}`, undefined],
     ['POST', (id) => `/me/keys/${id}/rotate`, { grace_seconds: 0 }],
-    ['POST', (id) => `/me/keys/${id}/revoke`, undefined]
+    ['POST', (id) => `/me/keys/${id}/revoke`, undefined],
+    ['GET', (id) => `/me/keys/${id}/usage`, undefined],
+    ['GET', (id) => `/me/keys/${id}/usage?step=day`, undefined]
   ]
   for (const [method, path, body] of routes) {
     const bodies: unknown[] = []

@@ -9,6 +9,7 @@ import type { IdentityServices } from '../../services/index.js'
 import { MAX_SELF_SERVICE_GRACE_SECONDS } from '../../services/self-service.js'
 import type { ApiKeyRecord } from '../../store/api-keys-store.js'
 import { ownKeyView } from '../../views.js'
+import { KEY_USAGE_PROBLEMS, KeyUsageAnswer, keyUsageAnswer, KeyUsageQuery } from '../admin/key-usage.js'
 import { authenticateOwner, keepAnswersPrivate, ME_PROBLEMS, ME_SECURITY, ME_TAGS } from './me-auth.js'
 
 const closed = { additionalProperties: false } as const
@@ -81,6 +82,21 @@ export const meKeyRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServices
   }, async (request) => {
     const { userId } = await authenticateOwner(request, services)
     return created(await services.selfService.rotateKey(userId, request.params.id, request.body?.grace_seconds))
+  })
+
+  app.get('/me/keys/:id/usage', {
+    schema: {
+      summary: "One of your keys' requests over time: allowed, forbidden, rate-limited, quota-exhausted, upstream errors",
+      description: 'As operators see it (GET /admin/keys/{id}/usage): per hour or day, the last 24 hours or 30 days unless from and to say otherwise.',
+      ...common,
+      params: IdParams,
+      querystring: KeyUsageQuery,
+      response: { 200: KeyUsageAnswer, ...problemResponses(ME_PROBLEMS, KEY_USAGE_PROBLEMS) }
+    }
+  }, async (request) => {
+    const { userId } = await authenticateOwner(request, services)
+    const { id } = services.selfService.key(userId, request.params.id)
+    return keyUsageAnswer(services, id, request.query)
   })
 
   app.post('/me/keys/:id/revoke', {
