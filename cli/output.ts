@@ -1,3 +1,5 @@
+import type { ProblemBody } from '../common/problem.js'
+
 /**
  * How commands print their answer on stdout. JSON (the default) is exactly what the
  * matching admin API route answers, pretty-printed; `table` is for people.
@@ -56,6 +58,11 @@ function renderTable (answer: Answer): string {
     if (isRecord(value)) return fields(value)
     return `${member}  ${cell(value)}`
   }).join('\n\n')
+}
+
+/** A failure as one line of problem+json (on stderr), as the HTTP APIs write it. */
+export function formatProblem (problem: ProblemBody): string {
+  return `${JSON.stringify(problem)}\n`
 }
 
 export function formatAnswer (answer: Answer, format: OutputFormat): string {

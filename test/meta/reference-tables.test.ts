@@ -14,6 +14,7 @@ import { IdentityProblems } from '../../identity/errors.js'
 import { createIdentityMetrics } from '../../identity/observability/metrics.js'
 import { UpstreamMockEnvSchema } from '../../upstream-mock/config.js'
 import { UpstreamMockProblems } from '../../upstream-mock/errors.js'
+import { CliProblems } from '../../cli/problems.js'
 import { section, tableRows } from './markdown.js'
 import { repoPath } from '../helpers/repo-root.js'
 
@@ -83,7 +84,8 @@ t.test('every problem code has one docs/errors.md row with its status and title'
   const rows = tableRows(section(errors, 'Problem codes'), /^[a-z][a-z0-9_]+$/)
   // Identity re-exports the shared auth problems: count each problem once.
   const problems = [...new Set([...Object.values(CommonProblems), ...Object.values(AuthProblems),
-    ...Object.values(IdentityProblems), ...Object.values(GatewayProblems), ...Object.values(UpstreamMockProblems)])]
+    ...Object.values(IdentityProblems), ...Object.values(GatewayProblems), ...Object.values(UpstreamMockProblems),
+    ...Object.values(CliProblems)])]
   const codes = problems.map((p) => p.code)
   t.equal(new Set(codes).size, codes.length, 'codes are never reused')
   for (const problem of problems) {
