@@ -41,6 +41,6 @@ export async function seedDemoAccounts (services: IdentityServices, keyLifetimeD
   await services.users.create({ ...admin, roles: ['admin', DEMO_OPERATOR_ROLE] })
   await services.users.create({ ...user, roles: ['staff'] })
   const expiresAt = services.clock.now() + keyLifetimeDays * 86_400_000
-  const created = await services.apiKeys.create({ name: 'demo-key', permissions: DEMO_KEY_PERMISSIONS, expiresAt })
+  const created = await services.apiKeys.create({ name: 'demo-key', permissions: DEMO_KEY_PERMISSIONS, expiresAt, origin: 'seed' })
   return { admin, user, apiKey: { name: created.key.name, key: created.secret, permissions: DEMO_KEY_PERMISSIONS, expiresAt } }
 }

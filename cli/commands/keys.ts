@@ -94,7 +94,7 @@ export function registerKeyCommands (program: Command, io: CliIo): void {
       const ownerUserId = options.owner !== undefined ? checked(Id, options.owner, '--owner') : null
       const expiry = expiryFrom(options)
       const s = await services()
-      return createdAnswer(s, io, await s.apiKeys.create({ name, permissions, policies, ownerUserId, expiresAt: expiry?.(s.clock.now()) ?? null }))
+      return createdAnswer(s, io, await s.apiKeys.create({ name, permissions, policies, ownerUserId, expiresAt: expiry?.(s.clock.now()) ?? null, origin: 'cli' }))
     }))
 
   keys.command('list')

@@ -102,7 +102,8 @@ t.test('npm start on a fresh folder: demo accounts printed once, every printed c
     t.match(output, body, `answer ${index + 1} reads as printed`)
   })
   const operated = JSON.parse(printed[2] as string)
-  t.same(operated.api_keys.map((k: { name: string }) => k.name), ['demo-key'], 'the operator lists the demo key on the admin API')
+  t.same(operated.api_keys.map((k: { name: string, origin: string }) => [k.name, k.origin]), [['demo-key', 'seed']],
+    'the operator lists the demo key on the admin API, made by the seeding')
   const denied = JSON.parse(printed[6] as string)
   t.equal(denied.missing_permission, 'users:list', 'the 403 names users:list')
 

@@ -55,5 +55,6 @@ t.test('CLI: keys create refuses a name in a user\'s namespace', async (t) => {
   }
   const allowed = await runPortierHere(['keys', 'create', '--name', 'user_x/y', '--permissions', 'users:list', '--expires-in', '1d'], s.cliEnv)
   t.equal(allowed.code, 0, 'a name outside every user\'s namespace', { stderr: allowed.stderr })
+  t.match(JSON.parse(allowed.stdout), { api_key: { name: 'user_x/y', origin: 'cli' } }, 'a key the CLI makes says so')
   assertStatus(t, await s.ada.me('GET', '/me/keys'), 200)
 })
