@@ -83,3 +83,17 @@ t.test('with Redis, every identity process counts a user\'s changes together', a
   await ada.relogin()
   assertStatus(t, await change(ada.me, 5, first.id, clock), 201, 'an hour later, room again')
 })
+
+t.test('with Redis lost, the changes are counted in process: the limit holds, said once', async (t) => {
+  const redis = await startRedis(t)
+  const s = await startWithMember(t, { env: { REDIS_URL: redis.url, IDENTITY_SELF_SERVICE_KEY_CHANGES_PER_HOUR: String(PER_HOUR) } })
+  const first = await createOwnKey(t, s.ada.me, { name: 'first', permissions: ['users:list'], expires_at: daysFrom(s.clock, 5) })
+  await redis.stop()
+  for (let n = 2; n <= PER_HOUR + 1; n++) {
+    assertStatus(t, await change(s.ada.me, n, first.id, s.clock), n % 2 === 1 ? 201 : 200, `change ${n}: counted in process`)
+  }
+  assertProblem(t, await change(s.ada.me, PER_HOUR + 2, first.id, s.clock), 429, 'key_changes_throttled', 'the limit holds without Redis')
+  const warnings = s.logs.filter((line) => typeof line.msg === 'string' && line.msg.includes('self-service key change counts'))
+  t.equal(warnings.length, 1, 'one warning for the outage')
+  t.equal(warnings[0]?.level, 40, 'at warn level')
+})
