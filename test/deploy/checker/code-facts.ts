@@ -153,8 +153,11 @@ export async function loadCodeFacts (): Promise<CodeFacts> {
   const read = (path: string): any => JSON.parse(readFileSync(join(REPO_ROOT, path), 'utf8'))
   const dir = mkdtempSync(join(tmpdir(), 'portier-deploy-'))
   const identity = await buildIdentity(loadIdentityConfig({
-    IDENTITY_DATABASE_PATH: join(dir, 'identity.db'), IDENTITY_ADMIN_TOKEN: SAMPLE_TOKEN, IDENTITY_SERVICE_TOKEN: SAMPLE_TOKEN,
-    IDENTITY_SIGNING_KEY_ENCRYPTION_KEY: SAMPLE_TOKEN, LOG_LEVEL: 'silent'
+    IDENTITY_DATABASE_PATH: join(dir, 'identity.db'),
+    IDENTITY_ADMIN_TOKEN: SAMPLE_TOKEN,
+    IDENTITY_SERVICE_TOKEN: SAMPLE_TOKEN,
+    IDENTITY_SIGNING_KEY_ENCRYPTION_KEY: SAMPLE_TOKEN,
+    LOG_LEVEL: 'silent'
   }), { logStream: discard() })
   const gateway = await buildGatewayServer(loadGatewayConfig({
     IDENTITY_SERVICE_TOKEN: SAMPLE_TOKEN,
