@@ -63,7 +63,7 @@ export const GatewayEnvSchema = Type.Object({
   GATEWAY_METRICS_TOKEN: Type.Optional(fromOption('metricsToken', 'The Bearer token of /metrics on the main listener; required with GATEWAY_METRICS_ON_MAIN_LISTENER; at least 32 characters of A-Z a-z 0-9 - . _ ~ + / (openssl rand -hex 32).')),
   GATEWAY_UPSTREAMS_FILE: fromOption('upstreamsFile', 'Upstreams config (YAML or JSON); see "Adding an upstream".', 'gateway/upstreams.default.yaml'),
   GATEWAY_WATCH_UPSTREAMS: fromOption('watchUpstreamsFile', 'Reload the upstreams file when it changes (SIGHUP always reloads).', true),
-  IDENTITY_PUBLIC_URL: fromOption('identity.publicUrl', "Identity's public listener: login, refresh, logout, JWKS.", 'http://127.0.0.1:3001'),
+  IDENTITY_PUBLIC_URL: fromOption('identity.publicUrl', "Identity's public listener: login, refresh, logout, JWKS, self-service (/me).", 'http://127.0.0.1:3001'),
   IDENTITY_INTERNAL_URL: fromOption('identity.internalUrl', "Identity's admin/internal listener, for key verification and the revocation feed.", 'http://127.0.0.1:3002'),
   IDENTITY_SERVICE_TOKEN: fromOption('identity.serviceToken', "Identity's service credential for /internal/*. Required."),
   IDENTITY_ISSUER: fromOption('identity.issuer', 'Expected `iss` of access tokens.'),
@@ -81,7 +81,7 @@ export const GatewayEnvSchema = Type.Object({
   GATEWAY_KEY_USAGE_FLUSH_SECONDS: fromOption('keyUsageFlushSeconds', 'How often the API key uses this gateway counted are reported to identity (use counts, last use); a crash loses at most this much.'),
   GATEWAY_KEY_USAGE_MAX_KEYS: fromOption('keyUsageMaxKeys', 'Most keys whose uses the gateway holds until they are reported; uses of a key beyond are not counted (logged, and counted in a metric).'),
   GATEWAY_BODY_LIMIT_BYTES: fromOption('bodyLimitBytes', 'Largest accepted request body of an upstream route (1 MiB); an upstream may set its own.'),
-  GATEWAY_IDENTITY_BODY_LIMIT_BYTES: fromOption('identityBodyLimitBytes', 'Largest accepted request body of identity\'s routes (login, refresh, logout), which take no credential (8 KiB).'),
+  GATEWAY_IDENTITY_BODY_LIMIT_BYTES: fromOption('identityBodyLimitBytes', 'Largest accepted request body of identity\'s routes (login, refresh, logout, self-service), which the gateway forwards without its own credential check (8 KiB).'),
   // GATEWAY_BUFFERED_BODIES_MAX_BYTES among them: the same bounds as bufferedBodiesMaxBytes (common/listener-limits.ts).
   ...listenerEnvProperties('GATEWAY', 'the gateway'),
   GATEWAY_MAX_INFLECTION_DEPTH: fromOption('maxInflectionDepth', 'Deepest JSON nesting the gateway inflects.'),
@@ -92,7 +92,7 @@ export const GatewayEnvSchema = Type.Object({
   GATEWAY_MAX_INFLECTED_REQUEST_MEMBERS: fromOption('maxInflectedRequestMembers', 'Most object members (all depths) of a request body the gateway inflects; more is a 400.'),
   GATEWAY_MAX_INFLECTED_RESPONSE_MEMBERS: Type.Optional(fromOption('maxInflectedResponseMembers', 'Most object members (all depths) of an upstream JSON body the gateway inflects; more is a 502, or a cut response once streaming. Unset: no limit.')),
   // JSON here, a list in the options: parsed below, its policies checked when the plugin registers.
-  GATEWAY_ANONYMOUS_POLICIES: Type.Optional(Type.String({ description: 'Traffic policies of identity\'s public routes (login, refresh, logout, JWKS) as a JSON array, e.g. `[{"name":"anonymous","kind":"rate","limit":600,"window_seconds":60,"partition":"ip"}]` (the default); `[]` for none.' })),
+  GATEWAY_ANONYMOUS_POLICIES: Type.Optional(Type.String({ description: 'Traffic policies of identity\'s public routes (login, refresh, logout, JWKS, self-service) as a JSON array, e.g. `[{"name":"anonymous","kind":"rate","limit":600,"window_seconds":60,"partition":"ip"}]` (the default); `[]` for none.' })),
   GATEWAY_LEGACY_RATELIMIT_HEADERS: fromOption('legacyRateLimitHeaders', 'Also send X-RateLimit-Limit / -Remaining / -Reset (the tightest policy) beside RateLimit-Policy and RateLimit.'),
   GATEWAY_TRAFFIC_COUNTERS_MAX_BYTES: fromOption('trafficCountersMaxBytes', 'Bytes of rate-limit counts kept in process (without Redis, and while Redis is lost); the least recently used partition is forgotten beyond.'),
   // A comma list here, a list in the options: read below.

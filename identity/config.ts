@@ -11,7 +11,7 @@ import { parseRedisTarget, redisEnvProperties, type RedisTarget } from '../commo
  * environment variable; docs/configuration.md's table is checked against this schema.
  */
 export const IdentityEnvSchema = Type.Object({
-  IDENTITY_HOST: Type.String({ default: '0.0.0.0', description: 'Interface of the public listener (login, refresh, logout, JWKS).' }),
+  IDENTITY_HOST: Type.String({ default: '0.0.0.0', description: 'Interface of the public listener (login, refresh, logout, JWKS, self-service under /me).' }),
   IDENTITY_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3001, description: 'Port of the public listener.' }),
   IDENTITY_ADMIN_HOST: Type.String({ default: '127.0.0.1', description: 'Interface of the admin/internal listener; keep it private.' }),
   IDENTITY_ADMIN_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3002, description: 'Port of the admin/internal listener.' }),
@@ -44,7 +44,7 @@ export const IdentityEnvSchema = Type.Object({
   IDENTITY_AUDIT_RETENTION_DAYS: Type.Integer({ minimum: 0, default: 400, description: 'Audit records older than this are pruned (the chain still verifies from the last pruned record). 0: kept forever.' }),
   IDENTITY_USAGE_RETENTION_DAYS: Type.Integer({ minimum: 1, default: 90, description: 'Hourly key usage buckets older than this are forgotten.' }),
   IDENTITY_BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 1_048_576, description: 'Largest accepted request body on the admin/internal listener (1 MiB).' }),
-  IDENTITY_PUBLIC_BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, maximum: 1_048_576, default: 8_192, description: 'Largest accepted request body on the public listener: login, refresh and logout need a few hundred bytes (8 KiB).' }),
+  IDENTITY_PUBLIC_BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, maximum: 1_048_576, default: 8_192, description: 'Largest accepted request body on the public listener: login, refresh, logout and self-service need a few hundred bytes (8 KiB).' }),
   ...listenerEnvProperties('IDENTITY', "identity's two listeners"),
   IDENTITY_TRUST_PROXY: Type.String({ default: 'false', description: 'Whose X-Forwarded-For to trust for client IPs: false, true, or a comma list of IPs/CIDRs (e.g. the gateways).' }),
   LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, { default: 'info', description: 'pino log level.' })
@@ -102,7 +102,7 @@ export interface IdentityCoreConfig {
   usageRetentionDays: number
   /** Body limit of the admin/internal listener. */
   bodyLimitBytes: number
-  /** Body limit of the public listener (login, refresh, logout). */
+  /** Body limit of the public listener (login, refresh, logout, self-service). */
   publicBodyLimitBytes: number
   /** Both listeners' header, request and keep-alive timeouts. */
   timeouts: ListenerTimeouts

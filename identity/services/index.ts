@@ -27,6 +27,7 @@ import { createKeyUsage, type KeyUsage } from './key-usage.js'
 import { createOwnedKeyNotices, createOwnerGrants } from './owned-keys.js'
 import { createArgon2Hashers } from './password-hasher.js'
 import { createQuotas, type Quotas } from './quotas.js'
+import { createOperatorGrantCheck } from './operator-grants.js'
 import { createRoles, type Roles } from './roles.js'
 import { createKeyChangeLimiter } from './key-change-limiter.js'
 import { createSelfService, type SelfService } from './self-service.js'
@@ -133,7 +134,8 @@ export async function createIdentityServices (config: IdentityCoreConfig, deps: 
     sessionMaxSeconds: config.sessionMaxSeconds,
     refreshReuseGraceSeconds: config.refreshReuseGraceSeconds
   })
-  const users = createUsers({ db, store: usersStore, roles: rolesStore, hasher: hashers.passwords, sessions, events, clock, ownerGrantsChanged })
+  const operatorGrants = createOperatorGrantCheck((userId) => usersStore.permissionsOf(userId))
+  const users = createUsers({ db, store: usersStore, roles: rolesStore, hasher: hashers.passwords, sessions, events, clock, ownerGrantsChanged, operatorGrants })
   // Identity's clock, not Redis's: identity is the one writer, and its tests move the clock.
   const counters = deps.redis !== undefined && deps.redis !== null ? createRedisCounters(deps.redis, { now: clock.now }) : undefined
   const throttle = createLoginThrottle({
@@ -160,7 +162,7 @@ export async function createIdentityServices (config: IdentityCoreConfig, deps: 
     login: auditedLogin(createLogin({ users: usersStore, userAccounts: users, hasher: hashers.passwords, sessions, throttle, metrics }), usersStore, audit),
     sessions: auditedSessions(sessions, audit),
     users: auditedUsers(users, audit),
-    roles: auditedRoles(createRoles({ db, store: rolesStore, events, clock, ownerGrantsChanged }), audit),
+    roles: auditedRoles(createRoles({ db, store: rolesStore, events, clock, ownerGrantsChanged, operatorGrants }), audit),
     apiKeys: auditedApiKeys(apiKeys, audit, clock),
     keyUsage: createKeyUsage({ store: createKeyUsageStore(db), apiKeys, clock, retentionDays: config.usageRetentionDays }),
     quotas: createQuotas({ store: createQuotaStore(db), clock }),

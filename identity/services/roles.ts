@@ -5,6 +5,7 @@ import type { Db } from '../store/db.js'
 import type { RolesStore, RoleRecord } from '../store/roles-store.js'
 import { IdentityProblems } from '../errors.js'
 import type { Clock } from './clock.js'
+import type { OperatorGrantCheck } from './operator-grants.js'
 import type { OwnerGrantsChanged } from './owned-keys.js'
 import { checkedPolicies, requireRolePolicyRoom } from './traffic-policies.js'
 
@@ -17,6 +18,8 @@ export interface RolesOptions {
   clock: Clock
   /** Re-announces the keys of a role's holders when what the role grants changed. */
   ownerGrantsChanged: OwnerGrantsChanged
+  /** Refuses operator permissions the acting operator does not hold. */
+  operatorGrants: OperatorGrantCheck
 }
 
 const samePolicies = (a: readonly TrafficPolicy[], b: readonly TrafficPolicy[]): boolean => JSON.stringify(a) === JSON.stringify(b)
@@ -42,6 +45,7 @@ export function createRoles (options: RolesOptions) {
      */
     async set (name: string, permissions: string[], policies?: TrafficPolicy[], keyMaxLifetimeDays?: number | null): Promise<RoleRecord> {
       const given = policies !== undefined ? checkedPolicies(policies) : undefined
+      options.operatorGrants(permissions)
       const { before, after, holders, permissionsChanged } = db.transaction(() => {
         const existing = store.get(name)
         const before = existing?.policies ?? []

@@ -5,6 +5,7 @@ import type { RolesStore } from '../store/roles-store.js'
 import type { UsersStore, UserRecord } from '../store/users-store.js'
 import { IdentityProblems } from '../errors.js'
 import type { Clock } from './clock.js'
+import type { OperatorGrantCheck } from './operator-grants.js'
 import type { OwnerGrantsChanged } from './owned-keys.js'
 import type { PasswordHasher } from './password-hasher.js'
 import type { Sessions } from './sessions.js'
@@ -20,6 +21,8 @@ export interface UsersOptions {
   clock: Clock
   /** Re-announces a user's keys when what they may do changed (roles, disabled or enabled). */
   ownerGrantsChanged: OwnerGrantsChanged
+  /** Refuses roles carrying operator permissions the acting operator does not hold. */
+  operatorGrants: OperatorGrantCheck
 }
 
 export type Users = ReturnType<typeof createUsers>
@@ -33,16 +36,22 @@ export function createUsers (options: UsersOptions) {
   const { db, store, roles, hasher, sessions, events, clock } = options
   const at = (): string => new Date(clock.now()).toISOString()
 
-  /** The role names, once each and sorted, if every role exists and together they grant no more policies than fit. */
+  /**
+   * The role names, once each and sorted, if every role exists, together they grant no
+   * more policies than fit, and no operator permission the acting operator lacks.
+   */
   function requireRoles (names: readonly string[]): string[] {
     const unique = [...new Set(names)].sort()
     let policies = 0
+    const permissions: string[] = []
     for (const name of unique) {
       const role = roles.get(name)
       if (role === null) throw IdentityProblems.unknownRole([name])
       policies += role.policies.length
+      permissions.push(...role.permissions)
     }
     requireRolePolicyRoom(policies, 'roles', 'the user')
+    options.operatorGrants(permissions)
     return unique
   }
 

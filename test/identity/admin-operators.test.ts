@@ -129,6 +129,41 @@ t.test('the 403 is recorded in the audit trail, naming the user and the route; w
   t.same([...actors], ['admin_token/bootstrap'], 'the admin token acts as admin_token/bootstrap')
 })
 
+t.test('an operator hands out no operator permission it lacks: not through a user\'s roles, not into a role (recorded); the admin token may', async (t) => {
+  const s = await startWithAdmin(t)
+  const userAdmin = await makeOperator(t, s, ['admin:users'])
+  const roleAdmin = await makeOperator(t, s, ['admin:roles', 'admin:keys'])
+  const everything = await makeOperator(t, s, ['admin:*'])
+  assertStatus(t, await s.admin('PUT', '/admin/roles/root-ops', { permissions: ['admin:*'] }), 200, 'the admin token makes an admin:* role')
+  assertStatus(t, await s.admin('PUT', '/admin/roles/key-ops', { permissions: ['admin:keys', 'tasks:read'] }), 200)
+  assertStatus(t, await s.admin('PUT', '/admin/roles/staff', { permissions: ['*'] }), 200)
+
+  const refusals: Array<[TestOperator, string, string, unknown, string]> = [
+    [userAdmin, 'PUT', `/admin/users/${userAdmin.userId}/roles`, { roles: [userAdmin.role, 'root-ops'] }, 'admin:*'],
+    [userAdmin, 'PUT', `/admin/users/${roleAdmin.userId}/roles`, { roles: ['key-ops'] }, 'admin:keys'],
+    [userAdmin, 'POST', '/admin/users', { email: 'new-op@example.com', password: 'a long enough password', roles: ['key-ops'] }, 'admin:keys'],
+    [roleAdmin, 'PUT', `/admin/roles/${roleAdmin.role}`, { permissions: ['admin:roles', 'admin:keys', 'admin:users'] }, 'admin:users'],
+    [roleAdmin, 'PUT', '/admin/roles/fresh', { permissions: ['admin:*'] }, 'admin:*'],
+    [roleAdmin, 'PATCH', '/admin/roles/key-ops', { permissions: ['admin:audit'] }, 'admin:audit']
+  ]
+  for (const [who, method, path, body, permission] of refusals) {
+    const answer = await who.call(method, path, body)
+    assertProblem(t, answer, 403, 'permission_not_held', `${method} ${path}`)
+    t.match(answer.body.detail, permission, `${method} ${path}: names ${permission}`)
+  }
+  const roles = await s.admin('GET', `/admin/users/${userAdmin.userId}`)
+  t.same(roles.body.user.roles, [userAdmin.role], 'nothing changed')
+  assertProblem(t, await s.admin('GET', '/admin/roles/fresh'), 404, 'role_not_found', 'no role was made')
+  const recorded = await s.admin('GET', '/admin/audit?outcome=failure&order=oldest')
+  const mine = recorded.body.records.filter((r: { error_code: string }) => r.error_code === 'permission_not_held')
+  t.equal(mine.length, refusals.length, 'each refusal is recorded as a failure')
+
+  assertStatus(t, await roleAdmin.call('PUT', '/admin/roles/keys-only', { permissions: ['admin:keys'] }), 200, 'a permission it holds may be handed out')
+  assertStatus(t, await userAdmin.call('PUT', `/admin/users/${roleAdmin.userId}/roles`, { roles: ['staff'] }), 200, 'upstream permissions are not bounded here')
+  assertStatus(t, await everything.call('PUT', `/admin/users/${userAdmin.userId}/roles`, { roles: ['root-ops'] }), 200, 'admin:* may hand out anything')
+  assertStatus(t, await s.admin('PUT', `/admin/users/${roleAdmin.userId}/roles`, { roles: ['root-ops'] }), 200, 'the admin token is not bounded')
+})
+
 t.test('what the database says now wins over the token: role removed, role changed, user disabled, session ended, token expired', async (t) => {
   const s = await startWithAdmin(t)
   const check = async (who: TestOperator, status: number, label: string): Promise<void> => {

@@ -76,7 +76,7 @@ function assertNamesField (t: Test, answer: HttpAnswer, path: RegExp, label: str
 t.test('roles: PUT stores policies in order, shows them, and keeps them when a later PUT gives none', async (t) => {
   const s = await setup(t)
   const created = await s.setRole('partner', { permissions: ['users:list'], policies: [monthly, burst] })
-  t.same(created, { name: 'partner', permissions: ['users:list'], policies: [monthly, burst], created_at: iso(START), updated_at: iso(START) })
+  t.same(created, { name: 'partner', permissions: ['users:list'], policies: [monthly, burst], key_max_lifetime_days: null, created_at: iso(START), updated_at: iso(START) })
   t.same((await s.admin('GET', '/admin/roles/partner')).body.role, created, 'show')
   t.same((await s.admin('GET', '/admin/roles')).body.roles, [created], 'list')
 

@@ -47,7 +47,7 @@ export const adminRoleRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServ
       tags,
       params: NameParams,
       body: Type.Object({ permissions: Permissions, ...RoleSettings }, { additionalProperties: false }),
-      response: { 200: Type.Object({ role: RoleView }), ...problemResponses(BY_NAME, BODY_PROBLEMS) }
+      response: { 200: Type.Object({ role: RoleView }), ...problemResponses(BY_NAME, BODY_PROBLEMS, IdentityProblems.permissionNotHeld) }
     }
   }, async (request) => {
     const { permissions, policies, key_max_lifetime_days: keyMaxLifetimeDays } = request.body
@@ -61,7 +61,7 @@ export const adminRoleRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServ
       tags,
       params: NameParams,
       body: Type.Object({ permissions: Type.Optional(Permissions), ...RoleSettings }, { additionalProperties: false, minProperties: 1 }),
-      response: { 200: Type.Object({ role: RoleView }), ...problemResponses(BY_NAME, BODY_PROBLEMS, IdentityProblems.roleNotFound) }
+      response: { 200: Type.Object({ role: RoleView }), ...problemResponses(BY_NAME, BODY_PROBLEMS, IdentityProblems.roleNotFound, IdentityProblems.permissionNotHeld) }
     }
   }, async (request) => {
     const { permissions, policies, key_max_lifetime_days: keyMaxLifetimeDays } = request.body

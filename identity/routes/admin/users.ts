@@ -27,7 +27,7 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServ
       summary: 'Create a user',
       tags,
       body: Type.Object({ email: Email, password: Password, roles: Type.Array(RoleName, { default: [], maxItems: MAX_ROLES_PER_USER }) }, closed),
-      response: { 201: UserAnswer, ...problemResponses(ADMIN_PROBLEMS, BODY_PROBLEMS, IdentityProblems.unknownRole, IdentityProblems.emailTaken) }
+      response: { 201: UserAnswer, ...problemResponses(ADMIN_PROBLEMS, BODY_PROBLEMS, IdentityProblems.unknownRole, IdentityProblems.emailTaken, IdentityProblems.permissionNotHeld) }
     }
   }, async (request, reply) => reply.code(201).send(view(await users.create(request.body))))
 
@@ -48,7 +48,7 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServ
       tags,
       params: IdParams,
       body: Type.Object({ roles: Type.Array(RoleName, { maxItems: MAX_ROLES_PER_USER }) }, closed),
-      response: { 200: UserAnswer, ...problemResponses(BY_ID, BODY_PROBLEMS, IdentityProblems.unknownRole) }
+      response: { 200: UserAnswer, ...problemResponses(BY_ID, BODY_PROBLEMS, IdentityProblems.unknownRole, IdentityProblems.permissionNotHeld) }
     }
   }, async (request) => view(await users.setRoles(request.params.id, request.body.roles)))
 
