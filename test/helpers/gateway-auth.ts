@@ -3,8 +3,10 @@ import Database from 'better-sqlite3'
 import { SignJWT, exportJWK, generateKeyPair, importPKCS8, type CryptoKey, type JWK, type JWTHeaderParameters, type JWTPayload } from 'jose'
 import { request } from 'undici'
 import { randomBase62 } from '../../common/random.js'
+import { createSigningKeyCipher, isEncrypted } from '../../identity/services/signing-key-cipher.js'
 import { assertProblem } from './assert.js'
 import { http, type HttpAnswer } from './http.js'
+import { TEST_SIGNING_KEY_ENCRYPTION_KEY } from './signing-key-encryption.js'
 import type { TestGateway } from './gateway.js'
 
 /**
@@ -88,13 +90,19 @@ export async function getWithHeaders (url: string, headers: Record<string, strin
 
 export interface TokenSigner { kid: string, alg: string, key: CryptoKey | Uint8Array }
 
-/** Identity's active signing key, read from its SQLite file (read-only) as an attacker who stole it would. */
+/**
+ * Identity's active signing key, read from its SQLite file (read-only) as an attacker
+ * who stole it and the encryption key of the test identities would.
+ */
 export async function readIdentitySigningKey (databasePath: string): Promise<TokenSigner> {
   const db = new Database(databasePath, { readonly: true, fileMustExist: true })
   try {
     const row = db.prepare('SELECT kid, alg, private_pkcs8 FROM signing_keys WHERE retired_at IS NULL').get() as
       { kid: string, alg: string, private_pkcs8: string }
-    return { kid: row.kid, alg: row.alg, key: await importPKCS8(row.private_pkcs8, row.alg) }
+    const pem = isEncrypted(row.private_pkcs8)
+      ? createSigningKeyCipher(TEST_SIGNING_KEY_ENCRYPTION_KEY).decrypt(row.kid, row.private_pkcs8)
+      : row.private_pkcs8
+    return { kid: row.kid, alg: row.alg, key: await importPKCS8(pem, row.alg) }
   } finally {
     db.close()
   }
