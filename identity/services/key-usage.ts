@@ -1,9 +1,9 @@
 import { KEY_OUTCOMES, type KeyUsageReceipt, type OutcomeCounts } from '../../common/internal-api.js'
-import { CommonProblems, type PortierProblem } from '../../common/problem.js'
 import type { KeyUseReport } from '../store/api-keys-store.js'
 import type { KeyUsageStore, SecretHour } from '../store/key-usage-store.js'
 import type { ApiKeys } from './api-keys.js'
 import type { Clock } from './clock.js'
+import { rangeProblem, requireOrderedRange } from './query-range.js'
 
 const HOUR_MS = 3_600_000
 const DAY_MS = 86_400_000
@@ -61,11 +61,6 @@ function addInto (into: OutcomeCounts, counts: OutcomeCounts): void {
   for (const outcome of KEY_OUTCOMES) into[outcome] += counts[outcome]
 }
 
-/** A query's range problem, as a schema violation of the query string is answered. */
-function badRange (member: 'from' | 'to', message: string): PortierProblem {
-  return CommonProblems.validationFailed([`querystring/${member} ${message}`], { extensions: { errors: [{ path: `querystring/${member}`, message }] } })
-}
-
 /**
  * Usage over time: the outcomes of each key's requests per hour, as gateways report
  * them (common/internal-api.ts, KeyUsageHour), kept for `retentionDays` and shown per
@@ -108,13 +103,14 @@ export function createKeyUsage (options: KeyUsageOptions) {
     series (keyId: string, range: UsageRange): UsageSeries {
       apiKeys.get(keyId)
       const stepMs = STEP_MS[range.step]
-      const to = range.to ?? (range.from !== undefined ? clock.now() : ceilTo(clock.now() + 1, stepMs))
+      // The current bucket is included whether or not `from` is given, even at its very first instant.
+      const to = range.to ?? ceilTo(clock.now() + 1, stepMs)
       const from = range.from ?? to - DEFAULT_SPAN_MS[range.step]
-      if (from >= to) throw badRange('from', 'must be before to')
+      requireOrderedRange(from, to)
       const first = floorTo(from, stepMs)
       const end = ceilTo(to, stepMs)
       const count = (end - first) / stepMs
-      if (count > MAX_USAGE_BUCKETS) throw badRange('to', `must be within ${MAX_USAGE_BUCKETS} ${range.step}s of from (this range holds ${count})`)
+      if (count > MAX_USAGE_BUCKETS) throw rangeProblem('to', `must be within ${MAX_USAGE_BUCKETS} ${range.step}s of from (this range holds ${count})`)
 
       const buckets: UsageBucket[] = Array.from({ length: count }, (_, i) => ({ start: first + i * stepMs, ...zero(), total: 0 }))
       const totals = zero()

@@ -204,3 +204,31 @@ t.test('error: a report with neither uses nor hours is refused whole', async (t)
     400, 'validation_failed', '501 hours')
   t.equal(s.identity.db.prepare('SELECT count(*) FROM key_usage_hourly').pluck().get(), 0, 'nothing kept')
 })
+
+t.test('a from without to: up to the end of the current bucket, even at its very first instant', async (t) => {
+  const s = await setup(t)
+  s.clock.advance(DAY_MS) // exactly 00:00 of day 2: the first instant of an hour and of a day
+  await s.send(report([], [{ key: s.key, at: s.clock.now(), allowed: 3 }]))
+  const hours = await s.usage(s.keyId, `?from=${iso(START + DAY_MS - 2 * HOUR_MS)}`)
+  t.same([hours.from, hours.to], [iso(START + DAY_MS - 2 * HOUR_MS), iso(START + DAY_MS + HOUR_MS)], 'the current hour is the last bucket')
+  t.equal(hours.totals.allowed, 3, 'and its requests are counted')
+  const days = await s.usage(s.keyId, `?from=${iso(START)}&step=day`)
+  t.same([days.from, days.to, days.totals.allowed], [iso(START), iso(START + 2 * DAY_MS), 3], 'today is the last day')
+  t.same((await s.usage(s.keyId)).to, hours.to, 'as without any range')
+  assertJson(t, await s.admin('GET', `/admin/keys/${s.keyId}/usage?from=${iso(s.clock.now() + 1000)}`), 200, 'a from later in the current hour: that hour')
+})
+
+t.test('a time no Date holds (a leap second, which RFC 3339 allows): 400, never 500, in a query or a report', async (t) => {
+  const s = await setup(t)
+  s.clock.advance(HOUR_MS)
+  const leap = '2025-12-31T23:59:60Z'
+  assertProblem(t, await s.admin('GET', `/admin/keys/${s.keyId}/usage?from=${leap}`), 400, 'validation_failed', 'from')
+  assertProblem(t, await s.admin('GET', `/admin/keys/${s.keyId}/usage?to=${leap}`), 400, 'validation_failed', 'to')
+  const use = usageReport([{ key: s.key, count: 1, at: START }])
+  assertProblem(t, await postKeyUsage(s, { ...use, uses: use.uses.map((u) => ({ ...u, last_used_at: leap })) }), 400, 'validation_failed', 'a use')
+  assertProblem(t, await postKeyUsage(s, { ...report([], []), hours: [{ ...hourEntry({ key: s.key, at: START, allowed: 1 }), hour_start: leap }] }),
+    400, 'validation_failed', 'an hour')
+  t.equal(s.identity.db.prepare('SELECT count(*) FROM key_usage_hourly').pluck().get(), 0, 'nothing kept')
+  await s.send(use)
+  t.equal((await s.usage(s.keyId)).totals.allowed, 1, 'a batch refused for it was not claimed: sent again right, it counts')
+})
