@@ -74,6 +74,11 @@ function withoutSecrets (value: unknown): unknown {
   return Object.fromEntries(Object.entries(value).filter(([name]) => !SECRET_MEMBER.test(name)).map(([name, v]) => [name, withoutSecrets(v)]))
 }
 
+/**
+ * A record as hashed: throws when its changes are not JSON, which only a row written
+ * by hand can hold. Verification then reports the row; the listings show it through
+ * `shown`.
+ */
 function view (row: AuditRow): AuditRecordView {
   return {
     seq: row.seq,
@@ -89,6 +94,22 @@ function view (row: AuditRow): AuditRecordView {
     prev_hash: row.prevHash,
     hash: row.hash
   }
+}
+
+const isChanges = (value: unknown): value is NonNullable<AuditRecordView['changes']> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
+
+/**
+ * A record as the listings and the export show it. A row written by hand whose changes
+ * are not a JSON object is shown with no changes rather than failing the whole page
+ * (or cutting an export short); its hash does not match, and verification names it.
+ */
+function shown (row: AuditRow): AuditRecordView {
+  let changes: unknown = null
+  try {
+    changes = row.changes === null ? null : JSON.parse(row.changes)
+  } catch {}
+  return view({ ...row, changes: isChanges(changes) ? row.changes : null })
 }
 
 /** The hash of a record (see the module comment); `record` may carry prev_hash and hash, which are left out. */
@@ -166,7 +187,7 @@ export function createAudit (options: AuditOptions) {
     let after: number | null = null
     for (;;) {
       const rows = store.page(filter, order, after, CHAIN_PAGE)
-      for (const row of rows) yield view(row)
+      for (const row of rows) yield shown(row)
       const last = rows.at(-1)
       if (last === undefined || rows.length < CHAIN_PAGE) return
       after = last.seq
@@ -177,7 +198,8 @@ export function createAudit (options: AuditOptions) {
   /** The prune record that names `anchor`, if `row` is one. */
   function vouchesFor (row: AuditRow, anchor: ChainLink): boolean {
     if (row.action !== PRUNE_ACTION || row.changes === null) return false
-    const after = (JSON.parse(row.changes) as { after?: { through_seq?: unknown, through_hash?: unknown } }).after
+    // Any JSON hashes: a row made by hand with a valid hash may hold null or a number here.
+    const after = (JSON.parse(row.changes) as { after?: { through_seq?: unknown, through_hash?: unknown } | null } | null)?.after
     return after?.through_seq === anchor.seq && after.through_hash === anchor.hash
   }
 
@@ -190,7 +212,7 @@ export function createAudit (options: AuditOptions) {
       const rows = store.page(query.filter, query.order, after, query.limit + 1)
       const page = rows.slice(0, query.limit)
       const last = page.at(-1)
-      return { records: page.map(view), next_cursor: rows.length > query.limit && last !== undefined ? encodeCursor(query.order, last.seq) : null }
+      return { records: page.map(shown), next_cursor: rows.length > query.limit && last !== undefined ? encodeCursor(query.order, last.seq) : null }
     },
 
     /** Every matching record, in order, read a page at a time. */

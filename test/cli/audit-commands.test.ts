@@ -58,6 +58,11 @@ t.test('list: what the CLI changed, by the OS user; filters, pages, table', asyn
   const badCursor = await portier(env, ['audit', 'list', '--cursor', 'bm9wZQ'])
   t.equal(badCursor.code, 1)
   t.match(badCursor.stderr, /validation_failed/)
+  const backwards = await portier(env, ['audit', 'list', '--from', '2026-01-02T00:00:00Z', '--to', '2026-01-01T00:00:00Z'])
+  t.not(backwards.code, 0, 'a range that ends before it starts is refused, as by the API')
+  t.match(backwards.stderr, /must be before to/)
+  const leapSecond = await portier(env, ['audit', 'list', '--from', '2026-12-31T23:59:60Z'])
+  t.equal(leapSecond.code, 2, 'a time no Date holds is a usage error, as any bad time')
 })
 
 t.test('verify and check-head: exit 0 while the trail holds, 1 once it is broken or cut', async (t) => {

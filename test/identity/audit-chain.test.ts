@@ -226,3 +226,56 @@ t.test('a retention of 0 keeps every record', async (t) => {
   t.same(seqs(databasePath), kept)
   t.match(await verify(again), { valid: true, checked: kept.length })
 })
+
+t.test('a row whose changes are not a JSON object: the listing and the export still answer, verification names the row', async (t) => {
+  const { trail, middle, last, all } = await populated(t)
+  tamper(trail.databasePath, (db) => {
+    const edit = db.prepare('UPDATE audit_log SET changes = ? WHERE seq = ?')
+    edit.run('{"after": not json', middle)
+    edit.run('42', last)
+  })
+  const page = await trail.admin('GET', '/admin/audit?limit=500')
+  assertJson(t, page, 200, 'the page is answered')
+  t.equal(page.body.records.length, all.length, 'with every record')
+  t.same(page.body.records.filter((r: AuditRecordView) => r.seq === middle || r.seq === last).map((r: AuditRecordView) => r.changes), [null, null],
+    'the unreadable changes shown as none')
+  const exported = await trail.admin('GET', '/admin/audit?format=ndjson')
+  assertStatus(t, exported, 200)
+  t.equal(exported.text.trimEnd().split('\n').length, all.length, 'the export is not cut short')
+  t.match(await verify(trail), { valid: false, first_broken_seq: middle }, 'verification names the first edited row')
+})
+
+t.test('a prune record made by hand with a valid hash but changes of null: verification answers, broken', async (t) => {
+  const { trail, middle, last } = await populated(t)
+  tamper(trail.databasePath, (db) => {
+    const rows = db.prepare('SELECT * FROM audit_log WHERE seq > ? ORDER BY seq').all(middle) as Array<Record<string, any>>
+    const anchor = db.prepare('SELECT hash FROM audit_log WHERE seq = ?').pluck().get(middle) as string
+    db.prepare('DELETE FROM audit_log WHERE seq <= ?').run(last)
+    db.prepare('INSERT INTO audit_anchor (id, seq, hash, pruned_at) VALUES (1, ?, ?, ?)').run(middle, anchor, START)
+    // Rewritten from the anchor on, hashes recomputed, the first row a prune record whose changes are JSON null.
+    let prev = anchor
+    for (const [i, row] of rows.entries()) {
+      const record = {
+        seq: row.seq,
+        id: row.id,
+        at: new Date(row.at as number).toISOString(),
+        action: i === 0 ? 'audit.prune' : row.action,
+        outcome: row.outcome,
+        error_code: row.error_code,
+        actor: { type: row.actor_type, id: row.actor_id },
+        source: { ip: row.source_ip, user_agent: row.source_user_agent, request_id: row.request_id },
+        target: row.target_type === null ? null : { type: row.target_type, id: row.target_id, name: row.target_name },
+        changes: i === 0 ? null : row.changes === null ? null : JSON.parse(row.changes as string)
+      }
+      const hash = auditHash(prev, record as AuditRecordView)
+      db.prepare(`INSERT INTO audit_log (seq, id, at, action, outcome, error_code, actor_type, actor_id, source_ip, source_user_agent, request_id,
+        target_type, target_id, target_name, changes, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+        .run(row.seq, row.id, row.at, record.action, row.outcome, row.error_code, row.actor_type, row.actor_id, row.source_ip, row.source_user_agent,
+          row.request_id, row.target_type, row.target_id, row.target_name, i === 0 ? 'null' : row.changes, prev, hash)
+      prev = hash
+    }
+  })
+  const answer = await trail.admin('GET', '/admin/audit/verify')
+  assertJson(t, answer, 200, 'answered, not 500')
+  t.match(answer.body, { valid: false, first_broken_seq: middle + 1 }, 'no audit.prune record names the anchor')
+})

@@ -154,3 +154,21 @@ t.test('an operator reads the trail with admin:audit; without it, 403 and the re
   const refusals = (await s.admin('GET', '/admin/audit?outcome=failure&actor_type=user')).body.records as Records
   t.match(refusals[0], { action: 'admin.access', outcome: 'failure', error_code: 'admin_forbidden', actor: { type: 'user', id: s.userId }, target: { type: 'route', id: 'GET /admin/audit/head' } })
 })
+
+t.test('a time range that holds nothing or a time no Date holds: 400, for the page and the export alike, and nothing is recorded', async (t) => {
+  const s = await startWithUser(t)
+  const count = async (): Promise<number> => (await s.admin('GET', '/admin/audit?limit=500')).body.records.length as number
+  const before = await count()
+  const at = iso(s.clock.now())
+  const later = iso(s.clock.now() + 1000)
+  for (const query of [`from=${later}&to=${at}`, `from=${at}&to=${at}`, `format=ndjson&from=${later}&to=${at}`]) {
+    const answer = await http(`${s.adminUrl}/admin/audit?${query}`, { bearer: s.adminToken, headers: { accept: 'application/x-ndjson' } })
+    assertProblem(t, answer, 400, 'validation_failed', query)
+    t.match(answer.body.errors, [{ path: 'querystring/from', message: 'must be before to' }], 'named as a schema violation is')
+  }
+  // RFC 3339 allows a leap second; no JavaScript Date holds one, and a NaN bound would match nothing, silently.
+  assertProblem(t, await s.admin('GET', '/admin/audit?from=2026-12-31T23:59:60Z'), 400, 'validation_failed', 'a leap second')
+  assertProblem(t, await s.admin('GET', '/admin/audit?limit=0'), 400, 'validation_failed', 'a page of none')
+  assertJson(t, await s.admin('GET', `/admin/audit?from=${at}&to=${later}`), 200, 'a range of a second')
+  t.equal(await count(), before, 'reading records nothing')
+})

@@ -11,6 +11,7 @@ import { HEAD_CHECK_REASONS } from '../../services/audit-head.js'
 import type { AuditFilter, AuditOrder } from '../../store/audit-store.js'
 import type { IdentityServices } from '../../services/index.js'
 import { OPERATOR_PERMISSIONS } from '../../services/operator-permissions.js'
+import { requireOrderedRange } from '../../services/query-range.js'
 import { ADMIN_PROBLEMS } from './credential-guard.js'
 import { operator } from './operator-route.js'
 
@@ -87,8 +88,11 @@ const HeadCheckSchema = Type.Object({
   chain: Nullable(ChainVerificationSchema)
 })
 
-/** The query's filter members, as the service takes them. */
+/** The query's filter members, as the service takes them; a `from` not before `to` is refused (it could match nothing). */
 export function auditFilterOf (query: Pick<Static<typeof AuditListQuery>, 'actor_type' | 'actor_id' | 'action' | 'outcome' | 'target_type' | 'target_id' | 'from' | 'to'>): AuditFilter {
+  const from = query.from === undefined ? undefined : Date.parse(query.from)
+  const to = query.to === undefined ? undefined : Date.parse(query.to)
+  requireOrderedRange(from, to)
   return {
     ...(query.actor_type !== undefined ? { actorType: query.actor_type } : {}),
     ...(query.actor_id !== undefined ? { actorId: query.actor_id } : {}),
@@ -96,8 +100,8 @@ export function auditFilterOf (query: Pick<Static<typeof AuditListQuery>, 'actor
     ...(query.outcome !== undefined ? { outcome: query.outcome } : {}),
     ...(query.target_type !== undefined ? { targetType: query.target_type } : {}),
     ...(query.target_id !== undefined ? { targetId: query.target_id } : {}),
-    ...(query.from !== undefined ? { from: Date.parse(query.from) } : {}),
-    ...(query.to !== undefined ? { to: Date.parse(query.to) } : {})
+    ...(from !== undefined ? { from } : {}),
+    ...(to !== undefined ? { to } : {})
   }
 }
 
@@ -122,7 +126,7 @@ export const adminAuditRoutes: FastifyPluginAsyncTypebox<{ services: IdentitySer
     config: { ...auditor.config, acceptsAnyMediaType: true } satisfies AcceptRouteConfig,
     schema: {
       summary: 'List audit records (a page, newest first by default), or export every matching one as NDJSON',
-      description: 'Filters narrow together; `from` is inclusive, `to` exclusive. JSON answers a page: pass `next_cursor` as `cursor` for the next ' +
+      description: 'Filters narrow together; `from` is inclusive, `to` exclusive (and `from` before `to`). JSON answers a page: pass `next_cursor` as `cursor` for the next ' +
         `(same order). With \`format=ndjson\` or \`Accept: ${NDJSON}\`, every matching record is streamed as ${NDJSON}, one record a line; ` +
         '`limit` and `cursor` then do not apply.',
       tags,
