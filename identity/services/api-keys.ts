@@ -198,20 +198,23 @@ export function createApiKeys (options: ApiKeysOptions) {
     const key = secret === null ? null : store.byId(secret.keyId)
     if (secret === null || key === null) return refused('unknown')
     const now = clock.now()
-    const state = keyState(key, now) ?? secretState(secret, now)
-    if (state !== null) return refused(state)
+    // A key with an owner is bounded by the owner as they are now. A disabled (or gone)
+    // owner's key answers exactly as a disabled key does, in whatever state it is
+    // (expired, its secret retired): the holder learns nothing of the owner.
+    const owner = key.ownerUserId === null ? null : options.ownerGrants(key.ownerUserId)
+    const state = keyState(key, now)
+    if (state === 'revoked' || state === 'disabled') return refused(state)
+    if (key.ownerUserId !== null && owner === null) return refused('disabled', 'owner_disabled')
+    const secretOrKeyState = state ?? secretState(secret, now)
+    if (secretOrKeyState !== null) return refused(secretOrKeyState)
     const deprecation = secret.retiredAt !== null && secret.graceUntil !== null
       ? { deprecatedAt: secret.retiredAt, sunsetAt: secret.graceUntil }
       : null
-    const current = get(key.id)
-    if (current.ownerUserId === null) {
-      return { verification: { valid: true, key: current, permissions: current.permissions, policies: keyPolicyGrants(current.policies, []), deprecation }, result: 'valid' }
+    if (owner === null) {
+      return { verification: { valid: true, key, permissions: key.permissions, policies: keyPolicyGrants(key.policies, []), deprecation }, result: 'valid' }
     }
-    // A key with an owner is bounded by the owner as they are now: answered `disabled` (the holder learns nothing of the owner).
-    const owner = options.ownerGrants(current.ownerUserId)
-    if (owner === null) return refused('disabled', 'owner_disabled')
-    const permissions = intersectPermissions(current.permissions, owner.permissions)
-    return { verification: { valid: true, key: current, permissions, policies: keyPolicyGrants(current.policies, owner.policies), deprecation }, result: 'valid' }
+    const permissions = intersectPermissions(key.permissions, owner.permissions)
+    return { verification: { valid: true, key, permissions, policies: keyPolicyGrants(key.policies, owner.policies), deprecation }, result: 'valid' }
   }
 
   return {

@@ -63,3 +63,28 @@ t.test('an owned key may do what both it and its owner may, for as long as its o
   assertStatus(t, await s.admin('POST', `/admin/keys/${everything.id}/disable`), 200)
   t.same(await keys.verify(everything.key), { valid: false, reason: 'disabled' }, 'a disabled key is refused whatever its owner')
 })
+
+t.test('a disabled owner\'s key answers as a disabled key, whatever else is true of it (expired, its old secret retired)', async (t) => {
+  const s = await startWithAdmin(t)
+  const keys = keyHelpers(t, s)
+  assertStatus(t, await s.admin('PUT', '/admin/roles/reader', { permissions: ['users:*'] }), 200)
+  const created = await s.admin('POST', '/admin/users', { email: 'ada@example.com', password: PASSWORD, roles: ['reader'] })
+  assertStatus(t, created, 201)
+  const owner = created.body.user.id as string
+  const shortLived = await keys.create({ name: 'short', permissions: ['users:read'], expires_at: iso(START + 60_000), owner_user_id: owner })
+  const rotated = await keys.create({ name: 'rotated', permissions: ['users:read'], expires_at: iso(START + 86_400_000), owner_user_id: owner })
+  const unowned = await keys.create({ name: 'unowned', permissions: ['users:read'], expires_at: iso(START + 60_000) })
+  assertStatus(t, await s.admin('POST', `/admin/keys/${rotated.id}/rotate`, { grace_seconds: 0 }), 200)
+  s.clock.advance(120_000)
+  t.same(await keys.verify(unowned.key), { valid: false, reason: 'expired' }, 'a key of its own, expired: expired')
+  t.same(await keys.verify(shortLived.key), { valid: false, reason: 'expired' }, 'the owner active: expired, as any key')
+  t.same(await keys.verify(rotated.key), { valid: false, reason: 'secret_retired' }, 'the owner active: the old secret is retired, as any key\'s')
+
+  assertStatus(t, await s.admin('POST', `/admin/users/${owner}/disable`), 200)
+  t.same(await keys.verify(shortLived.key), { valid: false, reason: 'disabled' }, 'the owner disabled: disabled, as a disabled key that expired answers')
+  t.same(await keys.verify(rotated.key), { valid: false, reason: 'disabled' }, 'the owner disabled: disabled, as a disabled key\'s retired secret answers')
+  assertStatus(t, await s.admin('POST', `/admin/keys/${unowned.id}/disable`), 200)
+  t.same(await keys.verify(unowned.key), { valid: false, reason: 'disabled' }, 'the same answer as a disabled key of its own, expired')
+  assertStatus(t, await s.admin('POST', `/admin/keys/${shortLived.id}/revoke`), 200)
+  t.same(await keys.verify(shortLived.key), { valid: false, reason: 'revoked' }, 'revoked wins, as for any key')
+})
