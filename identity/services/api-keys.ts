@@ -15,6 +15,7 @@ import type { KeyVerificationResult } from '../observability/metrics.js'
 import { createAttemptBudget } from './attempt-budget.js'
 import type { Clock } from './clock.js'
 import { userNamespaceOf } from './key-namespace.js'
+import { operatorPermissionOnKey } from './operator-permissions.js'
 import type { KeySecrets } from './key-secrets.js'
 import type { OwnerGrantsOf } from './owned-keys.js'
 import { checkedPolicies, keyPolicyGrants } from './traffic-policies.js'
@@ -115,6 +116,11 @@ export function createApiKeys (options: ApiKeysOptions) {
     if (namespace !== null && (origin !== 'self_service' || namespace !== ownerUserId)) {
       throw CommonProblems.validationFailed([`name: a name starting with ${namespace}/ is in that user's own namespace, for the keys they make themselves`])
     }
+  }
+
+  function requireKeyPermissions (permissions: readonly string[]): void {
+    const refusal = operatorPermissionOnKey(permissions)
+    if (refusal !== null) throw refusal
   }
 
   function mutable (id: string): ApiKeyRecord {
@@ -224,6 +230,7 @@ export function createApiKeys (options: ApiKeysOptions) {
     secretsOf: (id: string) => store.secretsOf(id),
 
     async create (input: NewKey): Promise<CreatedKey> {
+      requireKeyPermissions(input.permissions)
       const policies = checkedPolicies(input.policies ?? [])
       const ownerUserId = requireOwner(input.ownerUserId ?? null)
       const origin = input.origin ?? 'admin'
@@ -249,6 +256,7 @@ export function createApiKeys (options: ApiKeysOptions) {
     /** Changes what is given (policies replace the key's own), keeps the rest. */
     async update (id: string, changes: { permissions?: string[], expiresAt?: number | null, policies?: TrafficPolicy[] }): Promise<{ key: ApiKeyRecord, warnings: string[] }> {
       const key = mutable(id)
+      if (changes.permissions !== undefined) requireKeyPermissions(changes.permissions)
       const policies = changes.policies !== undefined ? checkedPolicies(changes.policies) : key.policies
       const { expiresAt, warnings } = changes.expiresAt !== undefined ? checkedExpiry(changes.expiresAt) : { expiresAt: key.expiresAt, warnings: [] }
       const permissions = changes.permissions !== undefined ? normalizePermissions(changes.permissions) : key.permissions

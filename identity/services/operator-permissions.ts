@@ -1,3 +1,5 @@
+import { CommonProblems, type PortierProblem } from '../../common/problem.js'
+
 /**
  * Operator permissions: what lets a user's access token administer identity on the admin
  * listener. A family of their own, under the reserved `admin:` resource. Neither `*` nor
@@ -33,4 +35,14 @@ export function isOperatorPermission (permission: string): boolean {
 /** True when `granted` holds `required` itself or `admin:*`; never through `*`. */
 export function grantsOperator (granted: readonly string[], required: OperatorPermission): boolean {
   return granted.includes(required) || granted.includes(EVERY_OPERATOR_PERMISSION)
+}
+
+/**
+ * The refusal of permissions asked for an API key that include an operator permission,
+ * or null: a key never administers identity, however it is made (admin API, CLI, seed,
+ * self-service). The admin listener takes no key anyway; this keeps the rule in the data.
+ */
+export function operatorPermissionOnKey (permissions: readonly string[]): PortierProblem | null {
+  const operator = permissions.find(isOperatorPermission)
+  return operator === undefined ? null : CommonProblems.validationFailed([`permissions: ${operator} is an operator permission; API keys never administer identity`])
 }

@@ -1,5 +1,5 @@
 import { normalizePermissions, permits } from '../../common/permissions.js'
-import { CommonProblems, isPortierProblem, type PortierProblem } from '../../common/problem.js'
+import { isPortierProblem, type PortierProblem } from '../../common/problem.js'
 import { IdentityProblems } from '../errors.js'
 import type { ApiKeyRecord, ApiKeysStore } from '../store/api-keys-store.js'
 import type { RoleRecord } from '../store/roles-store.js'
@@ -9,7 +9,7 @@ import type { AuditRecorder } from './audited.js'
 import type { Clock } from './clock.js'
 import type { KeyChangeLimiter } from './key-change-limiter.js'
 import { namespacedKeyName } from './key-namespace.js'
-import { isOperatorPermission } from './operator-permissions.js'
+import { operatorPermissionOnKey } from './operator-permissions.js'
 import type { Users } from './users.js'
 
 const DAY_MS = 86_400_000
@@ -96,10 +96,8 @@ export function createSelfService (options: SelfServiceOptions) {
 
   /** The permissions asked for, or the refusal: an operator permission never goes on a key, nor one the owner does not hold. */
   function refusalOf (userId: string, permissions: readonly string[]): PortierProblem | null {
-    const operator = permissions.find(isOperatorPermission)
-    if (operator !== undefined) {
-      return CommonProblems.validationFailed([`permissions: ${operator} is an operator permission; API keys never administer identity`])
-    }
+    const operator = operatorPermissionOnKey(permissions)
+    if (operator !== null) return operator
     const held = options.permissionsOf(userId)
     const beyond = permissions.find((permission) => !permits(held, permission))
     return beyond === undefined ? null : IdentityProblems.permissionNotHeld([beyond])

@@ -92,6 +92,8 @@ export function createUsers (options: UsersOptions) {
     /** A password change ends every session of the user. */
     async changePassword (id: string, password: string): Promise<UserRecord> {
       get(id)
+      // Whoever sets the password may log in as the user: their account is handed out.
+      options.operatorGrants(store.permissionsOf(id))
       const passwordHash = await hasher.hash(password)
       await sessions.revokeAllOfUser(id, 'password_changed', () => { store.setPassword(id, passwordHash, clock.now()) })
       return get(id)
@@ -106,6 +108,8 @@ export function createUsers (options: UsersOptions) {
     async setDisabled (id: string, disabled: boolean): Promise<UserRecord> {
       const user = get(id)
       if ((user.disabledAt !== null) === disabled) return user
+      // Enabling hands the user's permissions out again.
+      if (!disabled) options.operatorGrants(store.permissionsOf(id))
       const change = (): void => { store.setDisabled(id, disabled ? clock.now() : null, clock.now()) }
       if (disabled) await sessions.revokeAllOfUser(id, 'user_disabled', change)
       else change()

@@ -2,10 +2,10 @@ import t, { type Test } from 'tap'
 import { ACCESS_TOKEN_TTL_SECONDS } from '../../common/access-token-profile.js'
 import { isOperatorPermission } from '../../identity/services/operator-permissions.js'
 import { assertJson, assertProblem, assertStatus } from '../helpers/assert.js'
-import { http, type HttpAnswer } from '../helpers/http.js'
+import { http, rawRequest, type HttpAnswer } from '../helpers/http.js'
 import { documentPath, recordRoutes, type Document } from '../helpers/openapi.js'
 import { makeOperator, type TestOperator } from '../helpers/operators.js'
-import { postLogout, refreshTokens, startWithAdmin, type AdminSetup } from '../helpers/session-setup.js'
+import { postLogin, postLogout, refreshTokens, startWithAdmin, type AdminSetup } from '../helpers/session-setup.js'
 
 /**
  * Operators are people: on the admin listener, beside the bootstrap admin token, a
@@ -162,6 +162,71 @@ t.test('an operator hands out no operator permission it lacks: not through a use
   assertStatus(t, await userAdmin.call('PUT', `/admin/users/${roleAdmin.userId}/roles`, { roles: ['staff'] }), 200, 'upstream permissions are not bounded here')
   assertStatus(t, await everything.call('PUT', `/admin/users/${userAdmin.userId}/roles`, { roles: ['root-ops'] }), 200, 'admin:* may hand out anything')
   assertStatus(t, await s.admin('PUT', `/admin/users/${roleAdmin.userId}/roles`, { roles: ['root-ops'] }), 200, 'the admin token is not bounded')
+})
+
+t.test('an operator takes over no account holding an operator permission it lacks: password and enable refused (recorded); the rest allowed', async (t) => {
+  const s = await startWithAdmin(t)
+  const userAdmin = await makeOperator(t, s, ['admin:users'])
+  const boss = await makeOperator(t, s, ['admin:*'])
+  const keyAdmin = await makeOperator(t, s, ['admin:keys', 'users:list'])
+  const peer = await makeOperator(t, s, ['admin:users', 'tasks:read'])
+  const plain = await makeOperator(t, s, ['*'])
+  const before = (await s.admin('GET', `/admin/users/${boss.userId}`)).body.user
+
+  for (const target of [boss, keyAdmin]) {
+    const refused = await userAdmin.call('PUT', `/admin/users/${target.userId}/password`, { password: 'taken over, at last' })
+    assertProblem(t, refused, 403, 'permission_not_held', `the password of ${target.role}`)
+    t.match(refused.body.detail, target === boss ? 'admin:*' : 'admin:keys', 'naming what the operator lacks')
+    t.notOk(refused.text.includes('taken over'), 'the password is not echoed')
+  }
+  assertProblem(t, await postLogin(s, { email: boss.email, password: 'taken over, at last' }), 401, 'invalid_credentials', 'the new password does not open the account')
+  t.same((await s.admin('GET', `/admin/users/${boss.userId}`)).body.user, before, 'the account is as it was')
+  assertJson(t, await boss.call('GET', '/admin/users'), 200, 'its session still works')
+
+  assertStatus(t, await s.admin('POST', `/admin/users/${boss.userId}/disable`), 200, 'the admin token disables it')
+  const enable = await userAdmin.call('POST', `/admin/users/${boss.userId}/enable`)
+  assertProblem(t, enable, 403, 'permission_not_held', 'enabling it hands admin:* out again')
+  t.equal((await s.admin('GET', `/admin/users/${boss.userId}`)).body.user.status, 'disabled', 'it stays disabled')
+
+  const recorded = await s.admin('GET', `/admin/audit?outcome=failure&actor_id=${userAdmin.userId}&order=oldest`)
+  t.same(recorded.body.records.map((r: { action: string, error_code: string }) => `${r.action} ${r.error_code}`),
+    ['user.password_reset permission_not_held', 'user.password_reset permission_not_held', 'user.enable permission_not_held'], 'each refusal is recorded')
+
+  assertStatus(t, await userAdmin.call('PUT', `/admin/users/${peer.userId}/password`, { password: 'a peer\'s new password' }), 200, 'a user holding no more: allowed')
+  assertStatus(t, await userAdmin.call('PUT', `/admin/users/${plain.userId}/password`, { password: 'upstream only password' }), 200, 'upstream permissions are not bounded')
+  assertStatus(t, await userAdmin.call('POST', `/admin/users/${keyAdmin.userId}/disable`), 200, 'disabling takes nothing: allowed')
+  // Last: a password change ends the operator's own sessions.
+  assertStatus(t, await userAdmin.call('PUT', `/admin/users/${userAdmin.userId}/password`, { password: 'my own new password' }), 200, 'its own password')
+  assertStatus(t, await s.admin('POST', `/admin/users/${boss.userId}/enable`), 200, 'the admin token is not bounded')
+})
+
+t.test('API keys never hold an operator permission: the admin API refuses one on create and change, nothing changes', async (t) => {
+  const s = await startWithAdmin(t)
+  const operator = await makeOperator(t, s, ['admin:*'])
+  for (const [who, call] of [['the admin token', s.admin], ['an admin:* operator', operator.call]] as const) {
+    for (const permissions of [['admin:*'], ['admin:keys'], ['users:list', 'admin:audit']]) {
+      const created = await call('POST', '/admin/keys', { name: `escalate-${permissions.length}`, permissions })
+      assertProblem(t, created, 400, 'validation_failed', `${who} creates ${permissions.join(',')}`)
+      t.match(created.body.detail, /admin:\S+ is an operator permission; API keys never administer identity/)
+    }
+  }
+  const key = await s.admin('POST', '/admin/keys', { name: 'plain', permissions: ['users:list'] })
+  assertStatus(t, key, 201)
+  const id = key.body.api_key.id as string
+  assertProblem(t, await operator.call('PATCH', `/admin/keys/${id}`, { permissions: ['admin:users'] }), 400, 'validation_failed', 'a change to one')
+  t.same((await s.admin('GET', `/admin/keys/${id}`)).body.api_key.permissions, ['users:list'], 'the key keeps its permissions')
+  t.same((await s.admin('GET', '/admin/keys')).body.api_keys.map((k: { name: string }) => k.name), ['plain'], 'no other key was made')
+})
+
+t.test('the route that answers decides which credential it takes, however its path is spelt', async (t) => {
+  const s = await startWithAdmin(t)
+  const encoded = '/%69nternal/sessions/revoked?since=2026-01-01T00:00:00Z'
+  assertProblem(t, await rawRequest(s.adminUrl, encoded, { headers: { authorization: `Bearer ${s.adminToken}` } }), 401, 'service_unauthorized',
+    'the admin token does not open /internal by an encoded path')
+  assertJson(t, await rawRequest(s.adminUrl, encoded, { headers: { authorization: `Bearer ${s.serviceToken}` } }), 200, 'the service token does')
+  assertStatus(t, await rawRequest(s.adminUrl, '/%6detrics', { headers: { authorization: `Bearer ${s.serviceToken}` } }), 200, '/metrics too')
+  assertProblem(t, await rawRequest(s.adminUrl, '/%61dmin/users', { headers: { authorization: `Bearer ${s.serviceToken}` } }), 401, 'admin_unauthorized',
+    'nor the service token an /admin route')
 })
 
 t.test('what the database says now wins over the token: role removed, role changed, user disabled, session ended, token expired', async (t) => {

@@ -107,7 +107,9 @@ function documentOperatorAccess (route: RouteOptions): void {
 export function guardAdminListener (app: FastifyInstance, credentials: AdminCredentials, operators: OperatorAdmission): void {
   app.addHook('onRoute', documentOperatorAccess)
   app.addHook('onRequest', async (request) => {
-    const path = request.url.split('?', 1)[0] as string
+    // The route that will answer decides, not how the path is spelt: `/%69nternal/…` is
+    // routed to /internal and must take the service credential there too.
+    const path = request.routeOptions.url ?? request.url.split('?', 1)[0] as string
     if (OPEN_PATHS.has(path) || isDocumentationPath(path)) return
     const credential = readBearer(request.headers.authorization)
     const token = credential.kind === 'token' ? credential.token : null

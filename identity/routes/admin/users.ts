@@ -59,7 +59,8 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServ
       tags,
       params: IdParams,
       body: Type.Object({ password: Password }, closed),
-      response: { 200: UserAnswer, ...problemResponses(BY_ID, BODY_PROBLEMS) }
+      // Setting it hands the account out: not one holding an operator permission the operator lacks.
+      response: { 200: UserAnswer, ...problemResponses(BY_ID, BODY_PROBLEMS, IdentityProblems.permissionNotHeld) }
     }
   }, async (request) => view(await users.changePassword(request.params.id, request.body.password)))
 
@@ -70,7 +71,8 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServ
         summary: disabled ? "Disable a user (ends all of the user's sessions)" : 'Enable a disabled user',
         tags,
         params: IdParams,
-        response: { 200: UserAnswer, ...problemResponses(BY_ID) }
+        // Enabling hands the user's permissions out again.
+        response: { 200: UserAnswer, ...problemResponses(BY_ID, disabled ? [] : [IdentityProblems.permissionNotHeld]) }
       }
     }, async (request) => view(await users.setDisabled(request.params.id, disabled)))
   }
