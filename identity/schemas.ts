@@ -20,8 +20,12 @@ export const Email = Type.String({ format: 'email', minLength: 3, maxLength: 254
 export const Permission = Type.String({ pattern: PERMISSION_PATTERN, maxLength: 129 })
 export const Permissions = Type.Array(Permission, { maxItems: 256, uniqueItems: true })
 export const RoleName = Type.String({ pattern: '^[a-z][a-z0-9_-]{0,63}$' })
-/** Printable names: no control characters (they would break logs and terminals). */
-export const KeyName = Type.String({ minLength: 1, maxLength: 100, pattern: '^[^\\u0000-\\u001f\\u007f]+$' })
+/**
+ * Printable names: no control characters, C0 or C1 (they would break logs and terminals,
+ * and some terminals read U+009B as an escape), no line or paragraph separators, and no
+ * bidirectional overrides or isolates (a listing would show a name other than it is).
+ */
+export const KeyName = Type.String({ minLength: 1, maxLength: 100, pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069]+$' })
 export const Id = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_]+$' })
 export const IdParams = Type.Object({ id: Id }, closed)
 /** Most roles one user may hold. */

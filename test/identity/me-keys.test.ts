@@ -357,3 +357,19 @@ t.test('names: in the owner\'s namespace; a clash is with one\'s own keys only; 
     assertStatus(t, await s.admin('POST', '/admin/keys', { name, permissions: ['tasks:read'] }), 201, `${name} is no user's namespace`)
   }
 })
+
+t.test('names: no C0 or C1 control, line separator or bidirectional override, through /me or the admin API; nothing is made', async (t) => {
+  const s = await startWithMember(t, { roles: ROLES })
+  const body = (name: string) => ({ name, permissions: ['tasks:read'], expires_at: daysFrom(s.clock, 5) })
+  for (const char of ['\u0000', '\u001b', '\u007f', '\u0085', '\u009b', '\u2028', '\u2029', '\u202e', '\u2066', '\u2069']) {
+    const name = `ci${char}prod`
+    const label = `U+${char.codePointAt(0)?.toString(16).padStart(4, '0') ?? ''}`
+    const own = await s.ada.me('POST', '/me/keys', body(name))
+    assertProblem(t, own, 400, 'validation_failed', `/me refuses ${label}`)
+    t.match(own.body.detail, /body\/name must match pattern/, `${label}: the name is named`)
+    assertProblem(t, await s.admin('POST', '/admin/keys', body(name)), 400, 'validation_failed', `the admin API refuses ${label}`)
+  }
+  t.same((await s.admin('GET', '/admin/keys')).body.api_keys, [], 'no key was made')
+  t.equal(auditRows(s, 'key.create').length, 0, 'nor recorded')
+  assertStatus(t, await s.ada.me('POST', '/me/keys', body('ünïcødé ✓ — שלום')), 201, 'printable unicode stays allowed')
+})
