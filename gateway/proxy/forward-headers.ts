@@ -1,6 +1,7 @@
 import { isIP } from 'node:net'
 import type { FastifyRequest } from 'fastify'
 import { ConfigError } from '../../common/config.js'
+import { API_KEY_HEADER } from '../../common/credentials.js'
 import { METHOD_OVERRIDE_HEADERS } from '../method-override.js'
 import type { Principal } from '../auth/authenticate.js'
 
@@ -127,6 +128,12 @@ function listedInConnection (connection: string | undefined): Set<string> | null
 export interface Forwarding {
   /** Identity's own routes keep Authorization (identity checks it); every other route's is the client's credential. */
   keepsAuthorization: boolean
+  /**
+   * Identity's own routes keep x-api-key too: identity answers a key sent to self-service
+   * (/me) as no credential, even beside a valid Bearer, so it must see that one was sent.
+   * The key goes to the service that issued it, and to no other.
+   */
+  keepsApiKey?: boolean
   /** The body will be inflected: ask for it uncompressed. */
   inflected: boolean
   principal: Principal | null
@@ -174,7 +181,8 @@ export function createForwardHeaders (options: { allowedUnusualHeaders: readonly
       const value = headers[name]
       if (value === undefined) continue
       const decided = disposition(name)
-      if (decided === 'drop' || (decided === 'provenance' && !fromTrustedProxy) || REPLACED.has(name)) continue
+      const keptKey = name === API_KEY_HEADER && forwarding.keepsApiKey === true
+      if ((decided === 'drop' && !keptKey) || (decided === 'provenance' && !fromTrustedProxy) || REPLACED.has(name)) continue
       if ((name === 'authorization' && !forwarding.keepsAuthorization) || (name === 'accept-encoding' && forwarding.inflected)) continue
       if (listed !== null && listed.has(name)) continue
       if (typeof value === 'string') out.push(name, value)

@@ -6,6 +6,7 @@ import { GatewayProblems } from '../errors.js'
 import type { SpellingBook } from '../inflection/index.js'
 import type { UpstreamTimer } from '../observability/upstream-timer.js'
 import type { RoutedRequest } from '../routing/route-request.js'
+import { IDENTITY_UPSTREAM_NAME } from '../routing/paths.js'
 import type { ResolvedUpstream } from '../routing/index.js'
 import { partitionOf } from '../traffic/applied-policies.js'
 import type { FairShare } from '../traffic/fair-share.js'
@@ -206,6 +207,7 @@ export function createProxyStage (options: ProxyStageOptions) {
     exchange.reply.hijack()
     const headers = options.forwardHeaders(request, {
       keepsAuthorization: routed.route.auth === 'none',
+      keepsApiKey: upstream.name === IDENTITY_UPSTREAM_NAME,
       inflected: routed.style !== null,
       principal: exchange.principal,
       host: routed.host

@@ -44,6 +44,9 @@ t.test('the self-service flow through the gateway', async (t) => {
     [`/me/keys/${keyId}/revoke`, { method: 'POST' }], ['/me/sessions', {}], ['/me/sessions/revoke-others', { method: 'POST' }]] as const) {
     const answer = await gateway.call(path, { ...init, headers: { 'x-api-key': first } })
     assertProblem(t, answer, 401, 'credentials_missing', `${path}: an API key opens no self-service route`)
+    const beside = await gateway.call(path, { ...init, bearer, headers: { 'x-api-key': first } })
+    assertProblem(t, beside, 401, 'credentials_missing', `${path}: nor beside a valid Bearer`)
+    t.same(beside.body, answer.body, `${path}: answered as no credential`)
   }
   assertJson(t, await gateway.call('/users', { headers: { 'x-api-key': first } }), 200, 'nor did those attempts change the key')
 
