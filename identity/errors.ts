@@ -31,7 +31,7 @@ export const IdentityProblems = {
   expiryInPast: defineProblem('expiry_in_past', 400, 'Expiry in the past', 'expires_at must be in the future.'),
   sessionNotFound: defineProblem('session_not_found', 404, 'Session not found', 'No session has id %s.'),
   adminForbidden: defineProblem('admin_forbidden', 403, 'Operator permission required', 'This operation requires the %s permission.'),
-  permissionNotHeld: defineProblem('permission_not_held', 403, 'Permission not held', 'You do not hold %s: a key cannot grant more than its owner holds.'),
+  permissionNotHeld: defineProblem('permission_not_held', 403, 'Permission not held', 'You do not hold %s, so you cannot give it: not to a key, a role or a user.'),
   keyLimitReached: defineProblem('key_limit_reached', 409, 'Key limit reached', 'You hold %s active keys, the most allowed; revoke one first.'),
   keyChangesThrottled: defineProblem('key_changes_throttled', 429, 'Too many key changes', 'Too many key creations or rotations; retry after %s seconds.'),
   sessionIsCurrent: defineProblem('session_is_current', 409, 'Current session', 'This is the session of the presented token; log out to end it.')

@@ -178,7 +178,7 @@ t.test('bound: a key grants at most what its owner holds, with the wildcard rule
     }
     refusals++
     assertProblem(t, answer, 403, 'permission_not_held', label)
-    t.equal(answer.body.detail, `You do not hold ${beyond}: a key cannot grant more than its owner holds.`, `${label}: names ${beyond}`)
+    t.equal(answer.body.detail, `You do not hold ${beyond}, so you cannot give it: not to a key, a role or a user.`, `${label}: names ${beyond}`)
     const record = auditRows(s, 'key.create').filter((row) => row.outcome === 'failure').at(-1)
     t.match(record, {
       error_code: 'permission_not_held', actor_type: 'user', actor_id: s.userId, target_type: 'api_key', target_id: null, target_name: `${s.userId}/${name}`
