@@ -106,7 +106,9 @@ export async function collectCspViolations (page: Page): Promise<CspWatch> {
     arrived()
   })
   await page.addInitScript(CSP_WATCH_SCRIPT)
-  page.on('console', (message) => { if (message.type() === 'error') consoleErrors.push(message.text()) })
+  page.on('console', (message) => {
+    if (message.type() === 'error') consoleErrors.push(`${message.text()} (${message.location().url})`)
+  })
   page.on('pageerror', (error) => { consoleErrors.push(`uncaught: ${error.message}`) })
 
   const settled = async (): Promise<void> => {
