@@ -4,8 +4,8 @@
  * `npm test` runs them (test/meta/dependency-rules.test.ts), and checks on a fixture tree
  * that each one catches what it forbids.
  */
-const SERVICES = ['gateway', 'identity', 'upstream-mock']
-const PRODUCT = '^(common|gateway|identity|upstream-mock|cli|demo)/'
+const SERVICES = ['gateway', 'identity', 'console', 'upstream-mock']
+const PRODUCT = '^(common|gateway|identity|console|upstream-mock|cli|demo)/'
 
 module.exports = {
   forbidden: [
@@ -21,13 +21,13 @@ module.exports = {
       comment: 'common/ is the kernel every service stands on: it knows none of them, nor what sits on top.',
       severity: 'error',
       from: { path: '^common/' },
-      to: { path: '^(gateway|identity|upstream-mock|cli|demo|bench|test|harness)/' }
+      to: { path: '^(gateway|identity|console|upstream-mock|cli|demo|bench|test|harness)/' }
     },
     {
       name: 'services-import-no-roof',
       comment: 'The CLI and the demo sit on top of the services; nothing below imports them.',
       severity: 'error',
-      from: { path: '^(common|gateway|identity|upstream-mock)/' },
+      from: { path: '^(common|gateway|identity|console|upstream-mock)/' },
       to: { path: '^(cli|demo)/' }
     },
     {

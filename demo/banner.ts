@@ -9,6 +9,8 @@ export interface DemoUrls {
   identity: string
   identityAdmin: string
   upstreamMock: string
+  /** The console, through the gateway. */
+  console: string
 }
 
 /** One printed example: what to paste, the status and body it answers with, and what follows it. */
@@ -110,6 +112,7 @@ function header (input: BannerInput): string[] {
     '',
     ...table([
       ['gateway, the one base URL', `${urls.gateway}   (API docs: ${urls.gateway}/docs)`],
+      ['console, in a browser', `${urls.console}   (sign in with a demo account: make and copy your own API keys)`],
       ...(urls.gatewayMetrics !== null ? [['gateway metrics, private', `${urls.gatewayMetrics}/metrics   (Prometheus text; not on the base URL)`] as [string, string]] : []),
       ['identity, public', `${urls.identity}   (docs: ${urls.identity}/docs)`],
       ['identity, admin + internal', `${urls.identityAdmin}   (Authorization: Bearer <adminToken in ${input.credentialsFile}> or an operator's access token)`],

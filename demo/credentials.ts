@@ -14,6 +14,8 @@ export interface ServiceCredentials {
   adminToken: string
   serviceToken: string
   signingKeyEncryptionKey: string
+  /** Encrypts the console's session cookie (CONSOLE_COOKIE_SECRET). */
+  consoleCookieSecret: string
 }
 
 /** Same floor as identity's schema: a shorter value would be refused there anyway. */
@@ -30,23 +32,29 @@ interface StoredFile {
   adminToken: string
   serviceToken: string
   signingKeyEncryptionKey?: string | undefined
+  /** Absent from a file written before the console. */
+  consoleCookieSecret?: string | undefined
 }
 
 function read (file: string): StoredFile {
-  let parsed
+  // The console's secret is the one-process start's own: identity's reader does not name it.
+  let parsed: Record<string, unknown>
   try {
-    parsed = readCredentialsFile(file)
+    parsed = { ...readCredentialsFile(file) }
   } catch (err) {
     throw new ConfigError(SOURCE, [`${file}: is not readable JSON (${(err as Error).message.split('\n', 1)[0] ?? ''}); delete it to generate new credentials`])
   }
   const problems: string[] = []
-  const names = ['adminToken', 'serviceToken', ...(parsed.signingKeyEncryptionKey !== undefined ? ['signingKeyEncryptionKey' as const] : [])] as const
+  const names = ['adminToken', 'serviceToken', ...(parsed.signingKeyEncryptionKey !== undefined ? ['signingKeyEncryptionKey' as const] : []),
+    ...(parsed.consoleCookieSecret !== undefined ? ['consoleCookieSecret' as const] : [])] as const
   for (const name of names) {
     const value = parsed[name]
     if (typeof value !== 'string' || value.length < MIN_LENGTH) problems.push(`${file}: ${name}: must be a string of at least ${MIN_LENGTH} characters`)
   }
   if (problems.length > 0) throw new ConfigError(SOURCE, problems)
-  return parsed as StoredFile
+  // Checked above: each member present is a long enough string.
+  const text = (name: string): string | undefined => parsed[name] as string | undefined
+  return { adminToken: text('adminToken') as string, serviceToken: text('serviceToken') as string, signingKeyEncryptionKey: text('signingKeyEncryptionKey'), consoleCookieSecret: text('consoleCookieSecret') }
 }
 
 /** Writes the file in one step (a crash leaves the old or the new one, never half of it), owner-only; undefined members are left out. */
@@ -87,12 +95,19 @@ export function credentialsFor (file: string, env: Record<string, string | undef
   const envKey = env.IDENTITY_SIGNING_KEY_ENCRYPTION_KEY
   // Generated only when nothing else provides one: a key set in the environment stays the operator's.
   const generatedKey = stored.signingKeyEncryptionKey === undefined && envKey === undefined ? generate() : undefined
-  const toStore: StoredFile = { ...stored, signingKeyEncryptionKey: stored.signingKeyEncryptionKey ?? generatedKey }
+  const envCookieSecret = env.CONSOLE_COOKIE_SECRET
+  const generatedCookieSecret = stored.consoleCookieSecret === undefined && envCookieSecret === undefined ? generate() : undefined
+  const toStore: StoredFile = {
+    ...stored,
+    signingKeyEncryptionKey: stored.signingKeyEncryptionKey ?? generatedKey,
+    consoleCookieSecret: stored.consoleCookieSecret ?? generatedCookieSecret
+  }
   return {
     credentials: {
       adminToken: env.IDENTITY_ADMIN_TOKEN ?? stored.adminToken,
       serviceToken: env.IDENTITY_SERVICE_TOKEN ?? stored.serviceToken,
-      signingKeyEncryptionKey: envKey ?? toStore.signingKeyEncryptionKey as string
+      signingKeyEncryptionKey: envKey ?? toStore.signingKeyEncryptionKey as string,
+      consoleCookieSecret: envCookieSecret ?? toStore.consoleCookieSecret as string
     },
     keep () {
       if (!exists) {
@@ -101,7 +116,7 @@ export function credentialsFor (file: string, env: Record<string, string | undef
         write(file, toStore, true)
         return () => {}
       }
-      if (generatedKey === undefined) return () => {}
+      if (generatedKey === undefined && generatedCookieSecret === undefined) return () => {}
       const previous = readFileSync(file)
       write(file, toStore, false)
       return () => { writeFileSync(file, previous, { mode: FILE_MODE }) }

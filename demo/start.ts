@@ -1,6 +1,8 @@
 import closeWithGrace from 'close-with-grace'
 import { ConfigError } from '../common/config.js'
 import { createMemoryEventBus } from '../common/event-bus.js'
+import { buildConsole } from '../console/app.js'
+import { loadConsoleConfig } from '../console/config.js'
 import { buildGatewayServer, buildMetricsServer } from '../gateway/app.js'
 import { loadGatewayConfig } from '../gateway/config.js'
 import { buildIdentity } from '../identity/app.js'
@@ -56,7 +58,11 @@ function loadConfigs (env: Record<string, string | undefined>) {
     GATEWAY_HOST: LOOPBACK,
     GATEWAY_METRICS_HOST: LOOPBACK,
     UPSTREAM_MOCK_HOST: LOOPBACK,
+    CONSOLE_HOST: LOOPBACK,
     IDENTITY_TRUST_PROXY: TRUST_THE_IN_PROCESS_GATEWAY,
+    // The console is reached through the in-process gateway, over plain http on loopback: no Secure cookie there.
+    CONSOLE_TRUST_PROXY: TRUST_THE_IN_PROCESS_GATEWAY,
+    CONSOLE_SECURE_COOKIE: 'false',
     ...env
   }
   // The database's folder holds the credentials; identity's schema validates the path itself below.
@@ -68,20 +74,28 @@ function loadConfigs (env: Record<string, string | undefined>) {
     // Signing private keys are encrypted at rest by default: the key is kept with the tokens.
     IDENTITY_SIGNING_KEY_ENCRYPTION_KEY: kept.credentials.signingKeyEncryptionKey
   }
-  const { identity, upstreamMock } = collectProblems({
+  const { identity, upstreamMock, console } = collectProblems({
     identity: () => loadIdentityConfig({ ...layered, ...tokens }),
     upstreamMock: () => loadUpstreamMockConfig(layered),
+    console: () => loadConsoleConfig({ CONSOLE_COOKIE_SECRET: kept.credentials.consoleCookieSecret, ...layered }),
     // Validated here with identity's defaults so that its problems are listed too; built below with identity's real addresses.
     gateway: () => loadGatewayConfig({ ...layered, ...tokens })
   })
   const gateway = loadGatewayConfig({
     IDENTITY_PUBLIC_URL: urlOf(identity.host, identity.port),
     IDENTITY_INTERNAL_URL: urlOf(identity.adminHost, identity.adminPort),
+    GATEWAY_CONSOLE_URL: urlOf(console.host, console.port),
     ...layered,
     ...tokens
   })
+  const consoleConfig = loadConsoleConfig({
+    CONSOLE_IDENTITY_PUBLIC_URL: urlOf(identity.host, identity.port),
+    CONSOLE_IDENTITY_ADMIN_URL: urlOf(identity.adminHost, identity.adminPort),
+    CONSOLE_COOKIE_SECRET: kept.credentials.consoleCookieSecret,
+    ...layered
+  })
   const restoreCredentials = kept.keep()
-  return { identity, gateway, upstreamMock, credentialsFile, restoreCredentials }
+  return { identity, gateway, upstreamMock, console: consoleConfig, credentialsFile, restoreCredentials }
 }
 
 /** A configuration problem ends the start with its message and EX_CONFIG, never a stack. */
@@ -128,6 +142,7 @@ async function main (): Promise<void> {
       throw err
     }
   })
+  const consolePages = await buildConsole(configs.console)
   const gateway = await buildGatewayServer(gatewayConfig, shared)
   const metrics = gatewayConfig.metrics === null ? null : await buildMetricsServer(gatewayConfig, gateway.portierGateway)
 
@@ -138,6 +153,7 @@ async function main (): Promise<void> {
     await gateway.close()
     await metrics?.close()
     await identity.close()
+    await consolePages.close()
     await upstreamMock.close()
     await events?.close()
   })
@@ -146,6 +162,7 @@ async function main (): Promise<void> {
   await upstreamMock.listen({ host: mockConfig.host, port: mockConfig.port })
   await identity.publicApp.listen({ host: identityConfig.host, port: identityConfig.port })
   await identity.adminApp.listen({ host: identityConfig.adminHost, port: identityConfig.adminPort })
+  await consolePages.listen({ host: configs.console.host, port: configs.console.port })
   if (metrics !== null && gatewayConfig.metrics !== null) await metrics.listen({ host: gatewayConfig.metrics.host, port: gatewayConfig.metrics.port })
   await gateway.listen({ host: gatewayConfig.host, port: gatewayConfig.port })
 
@@ -158,7 +175,8 @@ async function main (): Promise<void> {
     gatewayMetrics: gatewayConfig.metrics === null ? null : urlOf(gatewayConfig.metrics.host, gatewayConfig.metrics.port),
     identity: urlOf(identityConfig.host, identityConfig.port),
     identityAdmin: urlOf(identityConfig.adminHost, identityConfig.adminPort),
-    upstreamMock: urlOf(mockConfig.host, mockConfig.port)
+    upstreamMock: urlOf(mockConfig.host, mockConfig.port),
+    console: `${urlOf(gatewayConfig.host, gatewayConfig.port)}/console`
   }
   const input = { urls, databasePath: identityConfig.databasePath, credentialsFile: configs.credentialsFile, redis: redis?.mode ?? null }
   // Printed, never logged: log lines must not carry secrets, and this text is shown once.

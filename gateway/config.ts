@@ -65,6 +65,7 @@ export const GatewayEnvSchema = Type.Object({
   GATEWAY_WATCH_UPSTREAMS: fromOption('watchUpstreamsFile', 'Reload the upstreams file when it changes (SIGHUP always reloads).', true),
   IDENTITY_PUBLIC_URL: fromOption('identity.publicUrl', "Identity's public listener: login, refresh, logout, JWKS, self-service (/me).", 'http://127.0.0.1:3001'),
   IDENTITY_INTERNAL_URL: fromOption('identity.internalUrl', "Identity's admin/internal listener, for key verification and the revocation feed.", 'http://127.0.0.1:3002'),
+  GATEWAY_CONSOLE_URL: Type.Optional(fromOption('consoleUrl', 'The back-office console (CONSOLE_HOST:CONSOLE_PORT): /console and /console/* are forwarded to it, cookies and form posts as sent, without a credential check by the gateway (the console checks its own session). Unset: no console routes.')),
   IDENTITY_SERVICE_TOKEN: fromOption('identity.serviceToken', "Identity's service credential for /internal/*. Required."),
   IDENTITY_ISSUER: fromOption('identity.issuer', 'Expected `iss` of access tokens.'),
   IDENTITY_AUDIENCE: fromOption('identity.audience', 'Expected `aud` of access tokens.'),

@@ -38,6 +38,8 @@ export const GatewayOptionsSchema = Type.Object({
     audience: Type.Optional(Type.String({ minLength: 1, default: 'portier-gateway' })),
     timeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 60_000, default: 2_000 }))
   }, { additionalProperties: false }),
+  /** The back-office console (its own service): `/console` and `/console/*` are forwarded to it, without a credential check by the gateway. Absent: no console routes. */
+  consoleUrl: Type.Optional(Type.String({ format: 'uri', pattern: '^https?://' })),
   /** A standalone Redis (redis:// or rediss://). At most one of redisUrl / redisClusterNodes. */
   redisUrl: Type.Optional(Type.String({ minLength: 1 })),
   /** A Redis Cluster's seed nodes, each host:port or a redis:// / rediss:// URL. */

@@ -75,6 +75,7 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
   const routes = createLiveRouteTable({
     source: options.upstreamsFile !== undefined ? { file: options.upstreamsFile } : { config: options.upstreams },
     identityOrigin,
+    ...(options.consoleUrl !== undefined ? { consoleOrigin: new URL(options.consoleUrl).origin } : {}),
     log
   })
   const metrics = createGatewayMetrics()

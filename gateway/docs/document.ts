@@ -6,7 +6,7 @@ import { AuthProblems, CommonProblems, type ProblemFactory } from '../../common/
 import { PROBLEM_MEDIA_TYPE, PROBLEM_SCHEMA_ID } from '../../common/problem-schema.js'
 import { GatewayProblems } from '../errors.js'
 import { ALLOWED_INFLECTION_VALUES } from '../inflection/index.js'
-import { pathSegments, patternCanStartWith, patternKey } from '../routing/paths.js'
+import { CONSOLE_UPSTREAM_NAME, pathSegments, patternCanStartWith, patternKey } from '../routing/paths.js'
 import type { ResolvedRoute, RouteTable } from '../routing/index.js'
 
 /**
@@ -277,10 +277,12 @@ export function buildGatewayDocument (table: RouteTable, sources: GatewayDocumen
     item[method.toLowerCase()] = { operationId: operationId(upstream, method, path, operationIds), ...operation }
   }
 
-  for (const route of table.routes) namePath(route.pattern)
-  const uses: Array<{ route: ResolvedRoute, pattern: string, alias?: AliasUse }> = table.routes.map((route) => ({ route, pattern: route.pattern }))
+  // The console's pages are HTML for browsers, not part of the API.
+  const apiRoutes = table.routes.filter((route) => route.upstream.name !== CONSOLE_UPSTREAM_NAME)
+  for (const route of apiRoutes) namePath(route.pattern)
+  const uses: Array<{ route: ResolvedRoute, pattern: string, alias?: AliasUse }> = apiRoutes.map((route) => ({ route, pattern: route.pattern }))
   for (const [source, target] of table.aliases) {
-    for (const route of table.routes) {
+    for (const route of apiRoutes) {
       const aliased = aliasPattern(route.pattern, source, target)
       if (aliased !== undefined) uses.push({ route, pattern: aliased.pattern, alias: { source, target, fixed: aliased.fixed } })
     }
@@ -302,7 +304,7 @@ export function buildGatewayDocument (table: RouteTable, sources: GatewayDocumen
     for (const [method, operation] of Object.entries(item)) add(path, method, { ...(operation as JsonObject), ...security, tags: [OWN_TAG] }, OWN_TAG)
   }
 
-  const upstreamTags = table.upstreams.slice(1).map((u) => ({ name: u.name, description: `Routes of the upstream ${u.name}.` }))
+  const upstreamTags = table.upstreams.slice(1).filter((u) => u.name !== CONSOLE_UPSTREAM_NAME).map((u) => ({ name: u.name, description: `Routes of the upstream ${u.name}.` }))
   const tags = [
     { name: IDENTITY_TAG, description: 'Log in, refresh, log out and the keys that verify access tokens: served by identity.' },
     ...upstreamTags,

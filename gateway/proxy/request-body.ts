@@ -36,8 +36,11 @@ function createBodyBudgets (totalBytes: number): { anonymous: BodyBudget, authen
   return { anonymous: createBodyBudget(anonymousBytes), authenticated: createBodyBudget(totalBytes - anonymousBytes) }
 }
 
-/** Whether the request carries a body the gateway reads; throws 415 for one that is not JSON. */
-function bodyToRead (request: IncomingMessage): boolean {
+/** The console's forms, as browsers post them (no file uploads). */
+const FORM_CONTENT_TYPE = /^application\/x-www-form-urlencoded(?:\s*;|$)/i
+
+/** Whether the request carries a body the gateway reads; throws 415 for one that is not JSON (or, on the console's routes, a form). */
+function bodyToRead (request: IncomingMessage, formBodies: boolean): boolean {
   const method = request.method ?? 'GET'
   if (BODYLESS_METHODS.has(method)) return false
   const { headers } = request
@@ -49,7 +52,7 @@ function bodyToRead (request: IncomingMessage): boolean {
     throw CommonProblems.unsupportedMediaType()
   }
   if (length === undefined && !chunked && method === 'OPTIONS') return false
-  if (!isJsonContentType(type)) throw CommonProblems.unsupportedMediaType()
+  if (!(formBodies ? FORM_CONTENT_TYPE.test(type) : isJsonContentType(type))) throw CommonProblems.unsupportedMediaType()
   // The gateway does not decode content codings: a compressed body (or one that only
   // claims to be) would be forwarded unread and decoded by the upstream alone.
   const encoding = headers['content-encoding']
@@ -71,6 +74,8 @@ export function createRequestBodyStage (options: RequestBodyOptions) {
   const budgets = createBodyBudgets(options.bufferedBodiesMaxBytes)
 
   function asForwarded (routed: RoutedRequest, body: Buffer): Buffer {
+    // A form is the console's to read: forwarded exactly as sent, never renamed.
+    if (routed.route.upstream.formBodies === true) return body
     if (!isUtf8(body)) throw CommonProblems.malformedJson()
     if (body.length === 0) return body
     const forwarded = routed.style === null
@@ -81,7 +86,7 @@ export function createRequestBodyStage (options: RequestBodyOptions) {
   }
 
   return function requestBody (routed: RoutedRequest, request: IncomingMessage, response: ServerResponse): Buffer | null | Promise<Buffer> {
-    if (!bodyToRead(request)) return null
+    if (!bodyToRead(request, routed.route.upstream.formBodies === true)) return null
     const anonymous = routed.route.auth === 'none'
     const budget = anonymous ? budgets.anonymous : budgets.authenticated
     const limit = anonymous ? options.identityBodyLimitBytes : routed.route.upstream.bodyLimitBytes ?? options.bodyLimitBytes

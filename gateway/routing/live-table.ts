@@ -19,6 +19,8 @@ export interface LiveRouteTableOptions {
   /** Where the upstreams come from: a file, read again on each reload, or the config itself. */
   source: { file: string } | { config: unknown }
   identityOrigin: string
+  /** The console's origin, when the gateway serves it. */
+  consoleOrigin?: string
   log: FastifyBaseLogger
 }
 
@@ -29,8 +31,9 @@ const FILE_CHANGE_DEBOUNCE_MS = 100
  * on the table they started with. Built at once: a bad upstreams config throws here.
  */
 export function createLiveRouteTable (options: LiveRouteTableOptions) {
-  const { source, identityOrigin, log } = options
-  let table: RouteTable = buildRouteTable(loadConfig(), { identityOrigin })
+  const { source, log } = options
+  const tableOptions = { identityOrigin: options.identityOrigin, ...(options.consoleOrigin !== undefined ? { consoleOrigin: options.consoleOrigin } : {}) }
+  let table: RouteTable = buildRouteTable(loadConfig(), tableOptions)
   let watcher: FSWatcher | null = null
 
   function loadConfig (): UpstreamsConfig {
@@ -47,7 +50,7 @@ export function createLiveRouteTable (options: LiveRouteTableOptions) {
   /** Reads the upstreams again; an invalid config is logged and the current one stays. */
   function reload (): boolean {
     try {
-      table = buildRouteTable(loadConfig(), { identityOrigin })
+      table = buildRouteTable(loadConfig(), tableOptions)
       log.info({ upstreams: table.upstreams.length, routes: table.routeCount }, 'upstreams reloaded')
       return true
     } catch (err) {

@@ -41,6 +41,18 @@ export const IDENTITY_ROUTES: readonly IdentityRoute[] = Object.freeze(([
   { method: 'POST', path: '/me/sessions/revoke-others' }
 ] satisfies IdentityRoute[]).map((route) => Object.freeze(route)))
 
+/** The built-in upstream that serves the back-office console, when the gateway is given its URL; no file may use the name. */
+export const CONSOLE_UPSTREAM_NAME = 'console'
+/** The console's pages and assets: the whole subtree is the console's when it is served. */
+export const CONSOLE_PREFIX = '/console'
+
+/** Routes the console serves through the gateway (it checks its own session cookie): pages are GET, forms POST. */
+export const CONSOLE_ROUTES: readonly IdentityRoute[] = Object.freeze(([
+  { method: 'GET', path: CONSOLE_PREFIX },
+  { method: 'GET', path: `${CONSOLE_PREFIX}/*` },
+  { method: 'POST', path: `${CONSOLE_PREFIX}/*` }
+] satisfies IdentityRoute[]).map((route) => Object.freeze(route)))
+
 /** `/a/b` → ['a', 'b']; `/` → []. */
 export function pathSegments (path: string): string[] {
   return path === '/' ? [] : path.slice(1).split('/')

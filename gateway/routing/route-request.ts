@@ -7,6 +7,7 @@ import { hostProblem } from '../host-header.js'
 import { ALLOWED_INFLECTION_VALUES, type InflectionRequest, type KeyCase } from '../inflection/index.js'
 import { refuseHeaderOrQueryOverride } from '../method-override.js'
 import { normalisePath } from './normalise-path.js'
+import { CONSOLE_PREFIX, isAtOrUnder } from './paths.js'
 import type { ResolvedRoute, RouteTable } from './types.js'
 
 /** What the route stage found: the route, and exactly what its upstream will be asked for. */
@@ -82,11 +83,21 @@ export function createRouteStage (options: RouteStageOptions) {
     return host
   }
 
+  /**
+   * The console's pages answer HTML to browsers, whatever their Accept says: when the
+   * gateway serves the console, a request under its prefix is not held to JSON here
+   * (the path is still normalised and matched below like any other).
+   */
+  function forConsole (url: string): boolean {
+    const end = url.indexOf('?')
+    return options.table().upstreams.some((upstream) => upstream.formBodies === true) && isAtOrUnder(end === -1 ? url : url.slice(0, end), CONSOLE_PREFIX)
+  }
+
   /** Everything up to the route: thrown problems are refusals of a request that matched nothing. */
   function match (request: FastifyRequest, repeated: { hosts: number }): { route: ResolvedRoute, upstreamPath: string, search: string, host: string } {
     const queryProblem = queryStringProblem(searchOf(request.url))
     if (queryProblem !== null) throw CommonProblems.malformedQuery([queryProblem])
-    if (!acceptsJson(request.headers.accept)) throw CommonProblems.notAcceptable()
+    if (!acceptsJson(request.headers.accept) && !forConsole(request.url)) throw CommonProblems.notAcceptable()
     const host = vouchedHost(request, repeated.hosts)
     const normalised = normalisePath(request.url)
     if (!normalised.ok) {

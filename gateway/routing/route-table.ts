@@ -1,6 +1,9 @@
 import FindMyWay from 'find-my-way'
 import { MAX_PATH_LENGTH } from './normalise-path.js'
-import { basePathOf, IDENTITY_ROUTES, IDENTITY_UPSTREAM_NAME, joinPrefix, patternKey, reservedPrefixOf, withBasePath } from './paths.js'
+import { ConfigError } from '../../common/config.js'
+import {
+  basePathOf, CONSOLE_PREFIX, CONSOLE_ROUTES, CONSOLE_UPSTREAM_NAME, IDENTITY_ROUTES, IDENTITY_UPSTREAM_NAME, isAtOrUnder, joinPrefix, patternKey, reservedPrefixOf, withBasePath
+} from './paths.js'
 import { grantsOf } from '../../common/permissions.js'
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FAIR_SHARE, DEFAULT_RESPONSE_TIMEOUT_MS, DEFAULT_UPSTREAM_CONNECTIONS, HTTP_METHODS } from './schema.js'
 import type {
@@ -39,18 +42,35 @@ function resolveUpstream (upstream: UpstreamConfig): ResolvedUpstream {
   })
 }
 
-function identityUpstream (identityOrigin: string): ResolvedUpstream {
+/** A built-in upstream (identity's public listener, the console): snake_case JSON, the default timeouts and pool. */
+function builtInUpstream (name: string, origin: string, extra: Partial<ResolvedUpstream> = {}): ResolvedUpstream {
   return Object.freeze({
-    name: IDENTITY_UPSTREAM_NAME,
-    origin: new URL(identityOrigin).origin,
+    name,
+    origin: new URL(origin).origin,
     basePath: '',
     keyCase: 'snake',
     timeouts: Object.freeze({ connectMs: DEFAULT_CONNECT_TIMEOUT_MS, responseMs: DEFAULT_RESPONSE_TIMEOUT_MS }),
     // The gateway gives identity's anonymous routes their own small limit (identityBodyLimitBytes).
     bodyLimitBytes: null,
     connections: DEFAULT_UPSTREAM_CONNECTIONS,
-    fairShare: DEFAULT_FAIR_SHARE
+    fairShare: DEFAULT_FAIR_SHARE,
+    ...extra
   })
+}
+
+/** The file's routes must leave the console's subtree to it, or a console page could be served by an upstream. */
+function refuseRoutesUnderConsole (config: UpstreamsConfig): void {
+  const problems: string[] = []
+  config.upstreams.forEach((upstream, i) => {
+    upstream.routes.forEach((route, j) => {
+      const pattern = joinPrefix(upstream.prefix, route.path)
+      if (isAtOrUnder(pattern, CONSOLE_PREFIX)) problems.push(`upstreams[${i}].routes[${j}]: ${route.method} ${pattern} is under ${CONSOLE_PREFIX}, which the console serves (consoleUrl is set)`)
+    })
+    for (const source of Object.keys(upstream.aliases)) {
+      if (isAtOrUnder(source, CONSOLE_PREFIX)) problems.push(`upstreams[${i}].aliases: ${source} is under ${CONSOLE_PREFIX}, which the console serves (consoleUrl is set)`)
+    }
+  })
+  if (problems.length > 0) throw new ConfigError('upstreams', problems)
 }
 
 /** The path the upstream gets: its base path, then the gateway path without the prefix. */
@@ -83,8 +103,11 @@ function resolveAlias (aliases: ReadonlyMap<string, string>, path: string): stri
  */
 export function buildRouteTable (config: UpstreamsConfig, options: RouteTableOptions): RouteTable {
   const router = FindMyWay({ caseSensitive: true, ignoreTrailingSlash: false, ignoreDuplicateSlashes: false, maxParamLength: MAX_PATH_LENGTH })
-  const identity = identityUpstream(options.identityOrigin)
-  const upstreams = [identity, ...config.upstreams.map(resolveUpstream)]
+  const identity = builtInUpstream(IDENTITY_UPSTREAM_NAME, options.identityOrigin)
+  const consoleUpstream = options.consoleOrigin === undefined ? null : builtInUpstream(CONSOLE_UPSTREAM_NAME, options.consoleOrigin, { formBodies: true })
+  if (consoleUpstream !== null) refuseRoutesUnderConsole(config)
+  const builtIn = consoleUpstream === null ? [identity] : [identity, consoleUpstream]
+  const upstreams = [...builtIn, ...config.upstreams.map(resolveUpstream)]
   const entries: Entry[] = []
   const add = (method: string, pattern: string, permission: string | null, auth: 'required' | 'none', upstream: ResolvedUpstream, prefix: string,
     traffic: RouteTraffic, websocket = false): void => {
@@ -94,9 +117,11 @@ export function buildRouteTable (config: UpstreamsConfig, options: RouteTableOpt
     entries.push(entry)
   }
   for (const route of IDENTITY_ROUTES) add(route.method, route.path, null, 'none', identity, '/', NO_TRAFFIC_POLICIES)
+  // The console's pages keep their path (/console/…): the console serves under the same prefix whether reached directly or not.
+  if (consoleUpstream !== null) for (const route of CONSOLE_ROUTES) add(route.method, route.path, null, 'none', consoleUpstream, '/', NO_TRAFFIC_POLICIES)
   const aliases = new Map<string, string>()
   config.upstreams.forEach((upstream, i) => {
-    const resolved = upstreams[i + 1] as ResolvedUpstream
+    const resolved = upstreams[i + builtIn.length] as ResolvedUpstream
     for (const route of upstream.routes) {
       const pattern = joinPrefix(upstream.prefix, route.path)
       add(route.method, pattern, route.permission, 'required', resolved, upstream.prefix, routeTraffic(upstream, route, pattern), route.websocket === true)

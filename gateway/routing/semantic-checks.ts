@@ -1,6 +1,6 @@
 import { policyListProblems, type TrafficPolicy } from '../../common/traffic/policy.js'
 import {
-  basePathOf, gatewayOwnPrefixOf, IDENTITY_ROUTES, IDENTITY_UPSTREAM_NAME, isAtOrUnder, isGatewayOwnPath, joinPrefix, pathSegments,
+  basePathOf, CONSOLE_UPSTREAM_NAME, gatewayOwnPrefixOf, IDENTITY_ROUTES, IDENTITY_UPSTREAM_NAME, isAtOrUnder, isGatewayOwnPath, joinPrefix, pathSegments,
   patternCanStartWith, patternKey, reservedPrefixOf, reservedReachOf, withBasePath
 } from './paths.js'
 import type { UpstreamsFileContent } from './schema.js'
@@ -172,6 +172,7 @@ export function checkSemantics (content: UpstreamsFileContent): SemanticFindings
     const place = `upstreams[${i}]`
     const sameName = names.get(upstream.name)
     if (upstream.name === IDENTITY_UPSTREAM_NAME) out.problems.push(`${place}.name: "${IDENTITY_UPSTREAM_NAME}" is reserved for the built-in identity routes`)
+    else if (upstream.name === CONSOLE_UPSTREAM_NAME) out.problems.push(`${place}.name: "${CONSOLE_UPSTREAM_NAME}" is reserved for the built-in console routes`)
     else if (sameName !== undefined) out.problems.push(`${place}.name: "${upstream.name}" is already the name of ${sameName}`)
     else names.set(upstream.name, place)
     out.problems.push(...checkTarget(upstream, place))

@@ -71,6 +71,8 @@ export interface ResolvedUpstream {
   connections: number
   /** The most of the pool one principal holds in flight (1: no bound). */
   fairShare: number
+  /** Its routes take HTML form posts (urlencoded), forwarded as sent: the console's. Absent: JSON bodies only. */
+  formBodies?: true
 }
 
 /** A policy and where it was declared: `upstream:<name>` or `route:<METHOD>:<pattern>` (counts of two places never mix). */
@@ -119,6 +121,8 @@ export interface RouteTable {
 export interface RouteTableOptions {
   /** Where identity's public listener is, e.g. `http://127.0.0.1:3001`. */
   identityOrigin: string
+  /** Where the back-office console is; absent: no console routes. */
+  consoleOrigin?: string
 }
 
 /** `part` says whether the path or the query string was refused. */

@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { Redis } from 'ioredis'
 import { DEMO_STARTED, demoEnvironment, type DemoEnvironment } from '../helpers/demo.js'
+import { CONTENT_SECURITY_POLICY } from '../../console/security.js'
 import { http } from '../helpers/http.js'
 import { startProcess, type ServiceProcess } from '../helpers/process.js'
 import { startRedis } from '../helpers/redis.js'
@@ -110,6 +111,11 @@ t.test('npm start on a fresh folder: demo accounts printed once, every printed c
   const documentation = await http(`${setup.gateway}/openapi.json`)
   t.equal(documentation.status, 200, 'the API documentation the banner points to is served')
   t.ok(documentation.body.paths['/users'], 'and documents /users')
+  t.match(banner, `console, in a browser       ${setup.gateway}/console`, 'the banner names the console, through the gateway')
+  const signIn = await http(`${setup.gateway}/console/sign-in`, { headers: { accept: 'text/html' } })
+  t.equal(signIn.status, 200, 'the gateway serves the console\'s sign-in page')
+  t.equal(signIn.headers['content-security-policy'], CONTENT_SECURITY_POLICY, 'with its CSP')
+  t.match(signIn.headers['set-cookie'], /^portier-console=.*; HttpOnly; SameSite=Strict/, 'and its cookie, without Secure on plain http')
   t.match(banner, `gateway metrics, private    ${setup.metrics}/metrics`, 'the banner names the private metrics listener')
   const metrics = await http(`${setup.metrics}/metrics`)
   t.equal(metrics.status, 200, 'which serves the Prometheus text, on loopback')

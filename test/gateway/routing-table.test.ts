@@ -287,3 +287,25 @@ t.test('1 000 routes build and match quickly', async (t) => {
   t.same(big.match('POST', '/r3/7'), { kind: 'method_not_allowed', allow: ['GET', 'HEAD', 'PATCH'] })
   t.same(big.match('GET', '/r250'), { kind: 'not_found' })
 })
+
+t.test('the console\'s routes: only with its origin, and the file keeps out of its prefix', async (t) => {
+  const file = { upstreams: [] }
+  const without = buildRouteTable(file, { identityOrigin: 'http://127.0.0.1:3001' })
+  t.equal(without.match('GET', '/console/keys').kind, 'not_found', 'no console origin: no console routes')
+  const table = buildRouteTable(file, { identityOrigin: 'http://127.0.0.1:3001', consoleOrigin: 'http://127.0.0.1:3004/ignored' })
+  for (const [method, path] of [['GET', '/console'], ['GET', '/console/sign-in'], ['POST', '/console/keys'], ['HEAD', '/console/assets/console.css']] as const) {
+    const found = table.match(method, path)
+    t.equal(found.kind === 'route' ? `${found.route.upstream.name} ${found.route.upstream.origin} ${found.upstreamPath} ${found.route.auth}` : found.kind,
+      `console http://127.0.0.1:3004 ${path} none`, `${method} ${path}: the console, path kept, no credential check`)
+  }
+  t.same(table.match('DELETE', '/console/keys'), { kind: 'method_not_allowed', allow: ['GET', 'HEAD', 'POST'] }, 'only GET and POST')
+  const claiming = (routes: unknown[], aliases = {}): unknown => ({
+    upstreams: [{ name: 'shop', target: 'http://127.0.0.1:4000', prefix: '/', keyCase: 'snake', timeouts: { connectMs: 1000, responseMs: 1000 }, connections: 8, fairShare: 1, aliases, routes }]
+  })
+  t.throws(() => buildRouteTable(claiming([{ method: 'GET', path: '/console/x', permission: 'a:b' }]) as never, { identityOrigin: 'http://127.0.0.1:3001', consoleOrigin: 'http://127.0.0.1:3004' }),
+    { message: /routes\[0\]: GET \/console\/x is under \/console/ }, 'a file route under /console is refused while the console is served')
+  t.throws(() => buildRouteTable(claiming([], { '/console': '/shop' }) as never, { identityOrigin: 'http://127.0.0.1:3001', consoleOrigin: 'http://127.0.0.1:3004' }),
+    { message: /aliases: \/console is under \/console/ }, 'and so is an alias')
+  t.doesNotThrow(() => buildRouteTable(claiming([{ method: 'GET', path: '/console/x', permission: 'a:b' }]) as never, { identityOrigin: 'http://127.0.0.1:3001' }),
+    'without the console, the path is the file\'s')
+})

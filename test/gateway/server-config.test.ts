@@ -39,7 +39,8 @@ t.test('every variable that sets an option has its bounds and default, and sets 
     GATEWAY_METRICS_ON_MAIN_LISTENER: 'true',
     GATEWAY_METRICS_TOKEN: 'm'.repeat(32),
     GATEWAY_MAX_INFLECTED_RESPONSE_BYTES: '1048576',
-    GATEWAY_MAX_INFLECTED_RESPONSE_MEMBERS: '100000'
+    GATEWAY_MAX_INFLECTED_RESPONSE_MEMBERS: '100000',
+    GATEWAY_CONSOLE_URL: 'http://127.0.0.1:3004'
   }).plugin as Record<string, any>
   for (const [name, variable] of variables) {
     const path = variable[SETS_OPTION] as string

@@ -19,12 +19,12 @@ export interface DemoEnvironment {
 }
 
 /**
- * Free ports for `npm start`'s five listeners (each its own, so that runs side by side
+ * Free ports for `npm start`'s six listeners (each its own, so that runs side by side
  * never meet on a default port), a data folder, and an upstreams file aimed at this
  * run's mock, in a new temporary folder unless `root` is given.
  */
 export async function demoEnvironment (t: Test, extra: Record<string, string> = {}, root = tempDir(t, 'portier-demo-')): Promise<DemoEnvironment> {
-  const [gatewayPort, metricsPort, identityPort, adminPort, mockPort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()])
+  const [gatewayPort, metricsPort, identityPort, adminPort, mockPort, consolePort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort(), freePort()])
   const upstreams = writeMockUpstreamsFile(root, `http://127.0.0.1:${mockPort}`)
   const dir = join(root, 'data')
   const databasePath = join(dir, 'identity.db')
@@ -35,6 +35,7 @@ export async function demoEnvironment (t: Test, extra: Record<string, string> = 
       IDENTITY_PORT: String(identityPort),
       IDENTITY_ADMIN_PORT: String(adminPort),
       UPSTREAM_MOCK_PORT: String(mockPort),
+      CONSOLE_PORT: String(consolePort),
       IDENTITY_DATABASE_PATH: databasePath,
       GATEWAY_UPSTREAMS_FILE: upstreams,
       LOG_LEVEL: 'info',

@@ -11,7 +11,7 @@ import { REPO_ROOT } from '../helpers/repo-root.js'
  */
 const ROOT = REPO_ROOT
 const FIXTURE = join(ROOT, 'test/meta/fixtures/architecture')
-const FOLDERS = ['common', 'gateway', 'identity', 'upstream-mock', 'cli', 'demo', 'bench', 'harness', 'test']
+const FOLDERS = ['common', 'gateway', 'identity', 'console', 'upstream-mock', 'cli', 'demo', 'bench', 'harness', 'test']
 
 async function violationsIn (baseDir: string, options: ICruiseOptions): Promise<IViolation[]> {
   const { existsSync } = await import('node:fs')

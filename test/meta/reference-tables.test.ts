@@ -10,6 +10,7 @@ import { GatewayOptionsSchema } from '../../gateway/options.js'
 import { createSupervisionMetrics } from '../../gateway/workers/metrics.js'
 import { UpstreamsFileSchema } from '../../gateway/routing/schema.js'
 import { IdentityEnvSchema } from '../../identity/config.js'
+import { ConsoleEnvSchema } from '../../console/config.js'
 import { IdentityProblems } from '../../identity/errors.js'
 import { createIdentityMetrics } from '../../identity/observability/metrics.js'
 import { UpstreamMockEnvSchema } from '../../upstream-mock/config.js'
@@ -27,7 +28,8 @@ const operations = doc('operations.md')
 const ENVIRONMENTS: Array<[string, TObject]> = [
   ['Identity environment', IdentityEnvSchema],
   ['Gateway environment', GatewayEnvSchema],
-  ['Upstream-mock environment', UpstreamMockEnvSchema]
+  ['Upstream-mock environment', UpstreamMockEnvSchema],
+  ['Console environment', ConsoleEnvSchema]
 ]
 
 for (const [heading, schemaObject] of ENVIRONMENTS) {

@@ -1,0 +1,89 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { IdentityClient } from './identity-client.js'
+import { formList, formText, type Guard } from './forms.js'
+import { keysPage } from './pages/keys.js'
+import { BASE } from './pages/layout.js'
+import { createdKeyPage, EMPTY_DRAFT, EXPIRY_PRESETS_DAYS, newKeyPage, type KeyDraft } from './pages/new-key.js'
+import { clientFacts, signedIn } from './session.js'
+
+const DAY_MS = 86_400_000
+const HTML = 'text/html; charset=utf-8'
+
+/** Operator permissions never go on a key (identity refuses them): they are not offered. */
+const offered = (permissions: string[]): string[] => permissions.filter((p) => !p.startsWith('admin:'))
+
+/** The expiry the form asks for, or why it cannot be read. */
+function expiryOf (draft: KeyDraft, now: number): string | { error: string } {
+  if (draft.expiry === 'custom') {
+    if (!/^\d{4}-\d{2}-\d{2}$/.test(draft.customDate)) return { error: 'Choose the expiry date.' }
+    const at = Date.parse(`${draft.customDate}T00:00:00Z`)
+    if (Number.isNaN(at) || at <= now) return { error: 'The expiry date must be in the future.' }
+    return new Date(at).toISOString()
+  }
+  const days = Number(draft.expiry)
+  if (!(EXPIRY_PRESETS_DAYS as readonly number[]).includes(days)) return { error: 'Choose when the key expires.' }
+  return new Date(now + days * DAY_MS).toISOString()
+}
+
+export function keyRoutes (app: FastifyInstance, deps: { identity: IdentityClient, now: () => number, guard: Guard }): void {
+  const { identity, now, guard } = deps
+
+  /** The signed-in user, or a redirect to the sign-in page. */
+  async function userOf (request: FastifyRequest, reply: FastifyReply): Promise<{ access: string, email: string, csrf: string } | null> {
+    const user = await signedIn(request, identity, now())
+    if (user === null) {
+      await reply.redirect(`${BASE}/sign-in`, 303)
+      return null
+    }
+    return { ...user, csrf: reply.generateCsrf() }
+  }
+
+  async function showForm (request: FastifyRequest, reply: FastifyReply, user: { access: string, email: string, csrf: string }, draft: KeyDraft, error: string | null, status: number): Promise<FastifyReply> {
+    const profile = await identity.profile(user.access, clientFacts(request))
+    if (!profile.ok) return await reply.code(502).type(HTML).send(keysPage({ user, keys: null, error: profile.problem.detail, now: now() }))
+    return await reply.code(status).type(HTML).send(newKeyPage({
+      user,
+      permissions: offered(profile.body.permissions),
+      maxLifetimeDays: profile.body.self_service.key_max_lifetime_days,
+      draft,
+      error,
+      now: now()
+    }))
+  }
+
+  app.get(`${BASE}/keys`, async (request, reply) => {
+    const user = await userOf(request, reply)
+    if (user === null) return reply
+    const answer = await identity.keys(user.access, clientFacts(request))
+    if (!answer.ok) return await reply.code(502).type(HTML).send(keysPage({ user, keys: null, error: answer.problem.detail, now: now() }))
+    return await reply.type(HTML).send(keysPage({ user, keys: answer.body.api_keys, error: null, now: now() }))
+  })
+
+  app.get(`${BASE}/keys/new`, async (request, reply) => {
+    const user = await userOf(request, reply)
+    if (user === null) return reply
+    return await showForm(request, reply, user, EMPTY_DRAFT, null, 200)
+  })
+
+  app.post(`${BASE}/keys`, { preHandler: guard }, async (request, reply) => {
+    const user = await userOf(request, reply)
+    if (user === null) return reply
+    const draft: KeyDraft = {
+      name: formText(request.body, 'name'),
+      permissions: formList(request.body, 'permissions'),
+      expiry: formText(request.body, 'expiry'),
+      customDate: formText(request.body, 'expiry_date')
+    }
+    const expiresAt = expiryOf(draft, now())
+    if (typeof expiresAt !== 'string') return await showForm(request, reply, user, draft, expiresAt.error, 400)
+    if (draft.name === '') return await showForm(request, reply, user, draft, 'Give the key a name.', 400)
+    if (draft.permissions.length === 0) return await showForm(request, reply, user, draft, 'Choose at least one permission.', 400)
+    // Identity checks the permissions against the user's own (403 permission_not_held): the form's list is only a convenience.
+    const created = await identity.createKey(user.access, { name: draft.name, permissions: draft.permissions, expires_at: expiresAt }, clientFacts(request))
+    if (!created.ok) {
+      const { problem } = created
+      return await showForm(request, reply, user, draft, problem.detail, problem.status >= 400 && problem.status < 500 ? problem.status : 502)
+    }
+    return await reply.code(201).type(HTML).send(createdKeyPage({ user, created: created.body }))
+  })
+}
