@@ -11,6 +11,18 @@ document.addEventListener('DOMContentLoaded', function () {
     dialog.close()
     dialog.showModal()
   }
+  // Once closed, the secret is gone from the page for good, and focus goes to the page's
+  // content: the button that asked for the key was on the form page before this one.
+  dialog.addEventListener('close', function () {
+    // The close() before showModal() above fires this too, later: the dialog is open again then.
+    if (dialog.open) return
+    secret.value = ''
+    secret.closest('p').remove()
+    copy.remove()
+    status.textContent = ''
+    const main = document.getElementById('main')
+    if (main !== null) main.focus()
+  })
   if (navigator.clipboard === undefined) return
   copy.hidden = false
   copy.addEventListener('click', function () {

@@ -17,6 +17,7 @@ export function page (options: PageOptions): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title} · Portier console</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="${BASE}/assets/console.css">
 <script src="${BASE}/assets/console.js" defer></script>
 </head>

@@ -1,0 +1,155 @@
+import t, { type Test } from 'tap'
+import type { Page } from 'playwright-core'
+import { DEMO_STARTED, demoEnvironment } from '../helpers/demo.js'
+import { http } from '../helpers/http.js'
+import { startProcess } from '../helpers/process.js'
+import { focusedElement, launchBrowser, newContext, openPage, readClipboard, runAxe, saveScreenshot, tabTo, type CspWatch, type FocusedElement } from '../helpers/browser.js'
+import { servePages } from '../helpers/page-server.js'
+
+// The console as a person uses it, in a real browser, against the system `npm start`
+// starts: every page it shows breaks no Content-Security-Policy and no WCAG 2.1 A/AA
+// rule, a new key's secret is copied once and works at the gateway, the keyboard alone
+// is enough, and another site cannot make a key with the user's session.
+
+interface System { gateway: string, console: string, user: { email: string, password: string } }
+
+/** `npm start`, as a person runs it: the console at the gateway's /console, the demo accounts on its banner. */
+async function startSystem (t: Test): Promise<System> {
+  const setup = await demoEnvironment(t)
+  const demo = startProcess(t, 'dist/demo/start.js', setup.env, DEMO_STARTED)
+  if (!await demo.ready) throw new Error(`npm start did not start: ${demo.stderr().slice(-2000)}`)
+  const banner = demo.stdout()
+  const consoleUrl = /console, in a browser +(\S+)/.exec(banner)?.[1]
+  const user = /(user@example\.com) {3}password (\S+)/.exec(banner)
+  if (consoleUrl === undefined || user === null) throw new Error(`the banner names no console or no demo user:\n${banner}`)
+  return { gateway: setup.gateway, console: consoleUrl.replace(/\/$/, ''), user: { email: user[1] as string, password: user[2] as string } }
+}
+
+const system = await startSystem(t)
+const browser = await launchBrowser(t)
+const consoleOrigin = new URL(system.console).origin
+
+/** A page as the test sees it: no CSP violation or console error so far, no axe violation now. */
+async function checkPage (t: Test, page: Page, csp: CspWatch, name: string): Promise<void> {
+  await csp.settled()
+  t.same(csp.violations, [], `${name}: no CSP violation`)
+  t.same(csp.consoleErrors, [], `${name}: no console error`)
+  t.same(await runAxe(page), [], `${name}: no WCAG 2.1 A/AA violation`)
+  await saveScreenshot(page, name)
+}
+
+async function signIn (page: Page): Promise<void> {
+  await page.fill('#email', system.user.email)
+  await page.fill('#password', system.user.password)
+  const answer = page.waitForResponse((response) => response.request().method() === 'POST' && response.url() === `${system.console}/sign-in`)
+  await page.click('#sign-in')
+  if ((await answer).status() !== 303) {
+    // What the page says when sign-in is refused is worth more than a timeout.
+    throw new Error(`signing in did not reach My keys: ${await page.locator('[role="alert"]').first().innerText()}`)
+  }
+  await page.waitForURL(`${system.console}/keys`)
+}
+
+async function ownKeyNames (page: Page): Promise<string[]> {
+  await page.goto(`${system.console}/keys`)
+  return await page.locator('#keys tbody th[scope="row"]').allTextContents()
+}
+
+t.test('sign in, My keys, create a key with part of the user\'s permissions, copy it, use it at the gateway', async (t) => {
+  const context = await newContext(t, browser, consoleOrigin)
+  const { page, csp } = await openPage(context, `${system.console}/sign-in`)
+  await checkPage(t, page, csp, 'sign-in')
+
+  await signIn(page)
+  await checkPage(t, page, csp, 'my-keys-empty')
+
+  await page.getByRole('link', { name: 'Create a key' }).first().click()
+  await page.waitForURL(`${system.console}/keys/new`)
+  t.same((await page.evaluate<string[]>('[...document.querySelectorAll(\'input[name="permissions"]\')].map((box) => box.value)')).sort(), ['meetings:*', 'tasks:*'],
+    'the form offers the user\'s own permissions')
+  await checkPage(t, page, csp, 'create-key')
+
+  await page.fill('#name', 'tasks-only')
+  await page.check('input[name="permissions"][value="tasks:*"]')
+  await page.check('#expiry-30')
+  await page.click('#create-key')
+  await page.locator('#secret-dialog[open]').waitFor()
+  const secret = await page.inputValue('#secret')
+  t.match(secret, /^ptk_/, 'the secret is shown')
+  await checkPage(t, page, csp, 'key-created')
+
+  await page.click('#copy-secret')
+  await page.locator('#copy-status', { hasText: 'Copied' }).waitFor()
+  t.equal(await readClipboard(page), secret, 'Copy puts the secret on the clipboard')
+  t.equal((await http(`${system.gateway}/tasks`, { headers: { 'x-api-key': secret } })).status, 200, 'the copied key calls the gateway within its permissions')
+  t.equal((await http(`${system.gateway}/meetings`, { headers: { 'x-api-key': secret } })).status, 403, 'and only within them: the user\'s other permission is not on it')
+
+  await page.keyboard.press('Escape')
+  await page.locator('#secret-dialog').waitFor({ state: 'hidden' })
+  t.notOk((await page.content()).includes(secret), 'closed, the dialog leaves the secret nowhere in the page')
+
+  t.same(await ownKeyNames(page), ['tasks-only'], 'My keys lists the new key')
+  t.notOk((await page.content()).includes(secret), 'without its secret')
+  await checkPage(t, page, csp, 'my-keys')
+})
+
+t.test('keyboard only: create, copy, close, with the focus kept in the dialog and given back', async (t) => {
+  const context = await newContext(t, browser, consoleOrigin)
+  const { page } = await openPage(context, `${system.console}/sign-in`)
+  await signIn(page)
+  await page.goto(`${system.console}/keys/new`)
+
+  await tabTo(page, '#name')
+  await page.keyboard.type('by-keyboard')
+  await tabTo(page, 'input[name="permissions"][value="meetings:*"]')
+  await page.keyboard.press('Space')
+  await tabTo(page, '#create-key')
+  await page.keyboard.press('Enter')
+  await page.locator('#secret-dialog[open]').waitFor()
+  const secret = await page.inputValue('#secret')
+
+  const opened = await focusedElement(page)
+  t.ok(opened?.inDialog, 'the dialog takes the focus when it opens', { opened })
+  const walk: Array<FocusedElement | null> = []
+  for (let press = 0; press < 8; press++) {
+    await page.keyboard.press('Tab')
+    walk.push(await focusedElement(page))
+  }
+  t.ok(walk.every((element) => element === null || element.inDialog), 'Tab never leaves the dialog for the page behind it', { walk })
+
+  await tabTo(page, '#copy-secret')
+  await page.keyboard.press('Enter')
+  await page.locator('#copy-status', { hasText: 'Copied' }).waitFor()
+  t.equal(await readClipboard(page), secret, 'Enter on Copy copies the secret')
+
+  await page.keyboard.press('Escape')
+  await page.locator('#secret-dialog').waitFor({ state: 'hidden' })
+  const after = await focusedElement(page)
+  t.ok(after !== null && !after.inDialog, 'closed, the dialog gives the focus back to the page', { after })
+})
+
+t.test('another site\'s form cannot make a key with the user\'s session', async (t) => {
+  const context = await newContext(t, browser, consoleOrigin)
+  const { page } = await openPage(context, `${system.console}/sign-in`)
+  await signIn(page)
+  const before = await ownKeyNames(page)
+
+  const form = (name: string): string => `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Win a prize</title></head><body>
+<form id="attack" method="post" action="${system.console}/keys">
+<input type="hidden" name="name" value="${name}"><input type="hidden" name="permissions" value="tasks:*">
+<input type="hidden" name="expiry" value="7"></form><script src="/submit.js"></script></body></html>`
+  const pages = {
+    '/same-site': { body: form('planted-same-site') },
+    '/cross-site': { body: form('planted-cross-site') },
+    '/submit.js': { type: 'text/javascript', body: 'document.getElementById("attack").submit()' }
+  }
+  const other = await servePages(t, pages)
+  // Another port of 127.0.0.1 is the same site (the cookie goes along); localhost is another site.
+  for (const [where, url] of [['another origin of the same site', `${other}/same-site`], ['another site', `${other.replace('127.0.0.1', 'localhost')}/cross-site`]] as const) {
+    const answer = page.waitForResponse((response) => response.url() === `${system.console}/keys` && response.request().method() === 'POST')
+    await page.goto(url)
+    const refused = await answer
+    t.equal(refused.status(), 403, `a form auto-posted from ${where} is refused`)
+  }
+  t.same(await ownKeyNames(page), before, 'and no key was made')
+})
