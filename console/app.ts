@@ -10,6 +10,7 @@ import { createIdentityClient } from './identity-client.js'
 import { notFoundPage, refusedPage } from './pages/refused.js'
 import { keyRoutes } from './routes-keys.js'
 import { sessionRoutes } from './routes-session.js'
+import { sessionsRoutes } from './routes-sessions.js'
 import { crossSiteRefusal, installSecurityHeaders } from './security.js'
 import { registerSession } from './session.js'
 
@@ -76,5 +77,6 @@ export async function buildConsole (config: ConsoleConfig, deps: ConsoleDependen
   assetRoutes(app)
   sessionRoutes(app, { identity, now, guard })
   keyRoutes(app, { identity, now, guard })
+  sessionsRoutes(app, { identity, now, guard })
   return app
 }

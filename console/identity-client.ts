@@ -35,6 +35,17 @@ export interface OwnKey {
 
 export interface CreatedKey { api_key: OwnKey, key: string, warnings: string[] }
 
+/** One of the user's live sessions; `current` is the one of the access token that asked. */
+export interface OwnSession {
+  id: string
+  ip_address: string
+  user_agent: string
+  created_at: string
+  last_used_at: string
+  expires_at: string
+  current: boolean
+}
+
 export interface NewKey { name: string, permissions: string[], expires_at: string }
 
 export interface IdentityClient {
@@ -44,6 +55,9 @@ export interface IdentityClient {
   profile: (accessToken: string, client: ClientFacts) => Promise<Answer<Profile>>
   keys: (accessToken: string, client: ClientFacts) => Promise<Answer<{ api_keys: OwnKey[] }>>
   createKey: (accessToken: string, key: NewKey, client: ClientFacts) => Promise<Answer<CreatedKey>>
+  sessions: (accessToken: string, client: ClientFacts) => Promise<Answer<{ sessions: OwnSession[] }>>
+  endSession: (accessToken: string, sessionId: string, client: ClientFacts) => Promise<Answer<null>>
+  endOtherSessions: (accessToken: string, client: ClientFacts) => Promise<Answer<{ revoked: number }>>
 }
 
 /** When identity cannot be reached or answers something that is not JSON. */
@@ -92,6 +106,9 @@ export function createIdentityClient (publicUrl: string, timeoutMs = 10_000): Id
     signOut: async (accessToken, client) => await call('DELETE', '/sessions/current', client, { bearer: accessToken }),
     profile: async (accessToken, client) => await call('GET', '/me', client, { bearer: accessToken }),
     keys: async (accessToken, client) => await call('GET', '/me/keys', client, { bearer: accessToken }),
-    createKey: async (accessToken, key, client) => await call('POST', '/me/keys', client, { bearer: accessToken, body: key })
+    createKey: async (accessToken, key, client) => await call('POST', '/me/keys', client, { bearer: accessToken, body: key }),
+    sessions: async (accessToken, client) => await call('GET', '/me/sessions', client, { bearer: accessToken }),
+    endSession: async (accessToken, sessionId, client) => await call('DELETE', `/me/sessions/${encodeURIComponent(sessionId)}`, client, { bearer: accessToken }),
+    endOtherSessions: async (accessToken, client) => await call('POST', '/me/sessions/revoke-others', client, { bearer: accessToken })
   }
 }

@@ -30,6 +30,7 @@ ${user === null
   : html`<nav aria-label="Console"><ul>
 <li><a href="${BASE}/keys">My keys</a></li>
 <li><a href="${BASE}/keys/new">Create a key</a></li>
+<li><a href="${BASE}/sessions">My sessions</a></li>
 </ul></nav>
 <form class="sign-out" method="post" action="${BASE}/sign-out">
 <input type="hidden" name="_csrf" value="${user.csrf}">

@@ -93,6 +93,29 @@ t.test('sign in, My keys, create a key with part of the user\'s permissions, cop
   await checkPage(t, page, csp, 'my-keys')
 })
 
+t.test('My sessions: this one marked, the others ended in one go', async (t) => {
+  // Two contexts are two browsers: two sessions of the same user.
+  const elsewhere = await openPage(await newContext(t, browser, consoleOrigin), `${system.console}/sign-in`)
+  await signIn(elsewhere.page)
+  const context = await newContext(t, browser, consoleOrigin)
+  const { page, csp } = await openPage(context, `${system.console}/sign-in`)
+  await signIn(page)
+
+  await page.getByRole('link', { name: 'My sessions' }).click()
+  await page.waitForURL(`${system.console}/sessions`)
+  t.equal(await page.locator('#sessions tbody strong', { hasText: 'This session' }).count(), 1, 'this session is marked in words')
+  t.match(await page.locator('#sessions tbody th[scope="row"]').first().innerText(), /^Chrome on Linux$/, 'the browser, summarised')
+  await checkPage(t, page, csp, 'my-sessions')
+
+  await page.click('#end-others')
+  await page.locator('[role="status"]', { hasText: /^Ended \d+ other sessions?: they are signed out\.$/ }).waitFor()
+  t.equal(await page.locator('#sessions tbody tr').count(), 1, 'only this session is left')
+  await checkPage(t, page, csp, 'my-sessions-ended')
+
+  await elsewhere.page.goto(`${system.console}/sessions`)
+  t.equal(elsewhere.page.url(), `${system.console}/sign-in`, 'the other browser is signed out')
+})
+
 t.test('keyboard only: create, copy, close, with the focus kept in the dialog and given back', async (t) => {
   const context = await newContext(t, browser, consoleOrigin)
   const { page } = await openPage(context, `${system.console}/sign-in`)

@@ -3,6 +3,7 @@ import { buildConsole } from '../../console/app.js'
 import { loadConsoleConfig } from '../../console/config.js'
 import { randomBytes } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
+import { startStack, type Stack, type TestGateway } from './gateway.js'
 
 /** The console on loopback port 0 in front of a test identity, closed at the end of the test. */
 export async function startConsole (t: Test, options: { identityPublicUrl: string, identityAdminUrl: string, now?: () => number, secureCookie?: boolean }): Promise<{ url: string, app: FastifyInstance }> {
@@ -79,4 +80,23 @@ export function csrfOf (page: PageAnswer): string {
   const match = /name="_csrf" value="([^"]+)"/.exec(page.text)
   if (match?.[1] === undefined) throw new Error(`no CSRF token on the page (status ${page.status})`)
   return match[1]
+}
+
+/**
+ * A stack whose identity believes the console's X-Forwarded-For (loopback), the console
+ * in front of it, and a gateway forwarding /console to the console.
+ */
+export async function startConsoleStack (t: Test): Promise<{ s: Stack, gateway: TestGateway, console: { url: string, app: FastifyInstance } }> {
+  const s = await startStack(t, { env: { IDENTITY_TRUST_PROXY: '127.0.0.1' } })
+  const console = await startConsole(t, { identityPublicUrl: s.publicUrl, identityAdminUrl: s.adminUrl, now: s.clock.now })
+  const gateway = await s.addGateway({ consoleUrl: console.url })
+  return { s, gateway, console }
+}
+
+/** The identity tokens a browser's console cookie holds (the test reads the cookie as the console does). */
+export function tokensOf (console: { app: FastifyInstance }, browser: Browser, cookieName = 'portier-console'): { access: string, refresh: string } {
+  const session = console.app.decodeSecureSession(decodeURIComponent(browser.cookies.get(cookieName) ?? ''))
+  const tokens = session?.get('tokens')
+  if (tokens === undefined) throw new Error('the browser is not signed in')
+  return tokens
 }
