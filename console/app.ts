@@ -8,6 +8,7 @@ import type { ConsoleConfig } from './config.js'
 import type { Guard } from './forms.js'
 import { createIdentityClient } from './identity-client.js'
 import { notFoundPage, refusedPage } from './pages/refused.js'
+import { keyDetailRoutes } from './routes-key-detail.js'
 import { keyRoutes } from './routes-keys.js'
 import { sessionRoutes } from './routes-session.js'
 import { sessionsRoutes } from './routes-sessions.js'
@@ -77,6 +78,7 @@ export async function buildConsole (config: ConsoleConfig, deps: ConsoleDependen
   assetRoutes(app)
   sessionRoutes(app, { identity, now, guard })
   keyRoutes(app, { identity, now, guard })
+  keyDetailRoutes(app, { identity, now, guard })
   sessionsRoutes(app, { identity, now, guard })
   return app
 }

@@ -48,6 +48,13 @@ export interface OwnSession {
 
 export interface NewKey { name: string, permissions: string[], expires_at: string }
 
+/** Requests of one bucket (or of the whole range) by outcome; `total` excludes upstream_error, which is among the allowed. */
+export interface UsageCounts { allowed: number, forbidden: number, rate_limited: number, quota_exhausted: number, upstream_error: number, total: number }
+
+export interface KeyUsage { step: 'hour' | 'day', from: string, to: string, buckets: Array<UsageCounts & { start: string }>, totals: UsageCounts }
+
+export interface UsageRange { from: string, to: string, step: 'hour' | 'day' }
+
 export interface IdentityClient {
   signIn: (email: string, password: string, client: ClientFacts) => Promise<Answer<TokenSet>>
   refresh: (accessToken: string, refreshToken: string, client: ClientFacts) => Promise<Answer<TokenSet>>
@@ -55,6 +62,10 @@ export interface IdentityClient {
   profile: (accessToken: string, client: ClientFacts) => Promise<Answer<Profile>>
   keys: (accessToken: string, client: ClientFacts) => Promise<Answer<{ api_keys: OwnKey[] }>>
   createKey: (accessToken: string, key: NewKey, client: ClientFacts) => Promise<Answer<CreatedKey>>
+  key: (accessToken: string, id: string, client: ClientFacts) => Promise<Answer<{ api_key: OwnKey }>>
+  keyUsage: (accessToken: string, id: string, range: UsageRange, client: ClientFacts) => Promise<Answer<KeyUsage>>
+  rotateKey: (accessToken: string, id: string, graceSeconds: number, client: ClientFacts) => Promise<Answer<CreatedKey>>
+  revokeKey: (accessToken: string, id: string, client: ClientFacts) => Promise<Answer<{ api_key: OwnKey }>>
   sessions: (accessToken: string, client: ClientFacts) => Promise<Answer<{ sessions: OwnSession[] }>>
   endSession: (accessToken: string, sessionId: string, client: ClientFacts) => Promise<Answer<null>>
   endOtherSessions: (accessToken: string, client: ClientFacts) => Promise<Answer<{ revoked: number }>>
@@ -107,6 +118,12 @@ export function createIdentityClient (publicUrl: string, timeoutMs = 10_000): Id
     profile: async (accessToken, client) => await call('GET', '/me', client, { bearer: accessToken }),
     keys: async (accessToken, client) => await call('GET', '/me/keys', client, { bearer: accessToken }),
     createKey: async (accessToken, key, client) => await call('POST', '/me/keys', client, { bearer: accessToken, body: key }),
+    key: async (accessToken, id, client) => await call('GET', `/me/keys/${encodeURIComponent(id)}`, client, { bearer: accessToken }),
+    keyUsage: async (accessToken, id, range, client) =>
+      await call('GET', `/me/keys/${encodeURIComponent(id)}/usage?${new URLSearchParams({ ...range }).toString()}`, client, { bearer: accessToken }),
+    rotateKey: async (accessToken, id, graceSeconds, client) =>
+      await call('POST', `/me/keys/${encodeURIComponent(id)}/rotate`, client, { bearer: accessToken, body: { grace_seconds: graceSeconds } }),
+    revokeKey: async (accessToken, id, client) => await call('POST', `/me/keys/${encodeURIComponent(id)}/revoke`, client, { bearer: accessToken }),
     sessions: async (accessToken, client) => await call('GET', '/me/sessions', client, { bearer: accessToken }),
     endSession: async (accessToken, sessionId, client) => await call('DELETE', `/me/sessions/${encodeURIComponent(sessionId)}`, client, { bearer: accessToken }),
     endOtherSessions: async (accessToken, client) => await call('POST', '/me/sessions/revoke-others', client, { bearer: accessToken })

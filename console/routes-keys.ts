@@ -4,7 +4,8 @@ import { formList, formText, type Guard } from './forms.js'
 import { keysPage } from './pages/keys.js'
 import { BASE } from './pages/layout.js'
 import { createdKeyPage, EMPTY_DRAFT, EXPIRY_PRESETS_DAYS, newKeyPage, type KeyDraft } from './pages/new-key.js'
-import { clientFacts, signedIn } from './session.js'
+import { pageUser, type PageUser } from './page-user.js'
+import { clientFacts } from './session.js'
 
 const DAY_MS = 86_400_000
 const HTML = 'text/html; charset=utf-8'
@@ -28,15 +29,7 @@ function expiryOf (draft: KeyDraft, now: number): string | { error: string } {
 export function keyRoutes (app: FastifyInstance, deps: { identity: IdentityClient, now: () => number, guard: Guard }): void {
   const { identity, now, guard } = deps
 
-  /** The signed-in user, or a redirect to the sign-in page. */
-  async function userOf (request: FastifyRequest, reply: FastifyReply): Promise<{ access: string, email: string, csrf: string } | null> {
-    const user = await signedIn(request, identity, now())
-    if (user === null) {
-      await reply.redirect(`${BASE}/sign-in`, 303)
-      return null
-    }
-    return { ...user, csrf: reply.generateCsrf() }
-  }
+  const userOf = async (request: FastifyRequest, reply: FastifyReply): Promise<PageUser | null> => await pageUser(request, reply, identity, now())
 
   async function showForm (request: FastifyRequest, reply: FastifyReply, user: { access: string, email: string, csrf: string }, draft: KeyDraft, error: string | null, status: number): Promise<FastifyReply> {
     const profile = await identity.profile(user.access, clientFacts(request))

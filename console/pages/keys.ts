@@ -7,7 +7,7 @@ const EXPIRING_WITHIN_MS = 7 * 86_400_000
 
 export type KeyStatus = 'active' | 'expiring' | 'rotating' | 'expired' | 'revoked' | 'disabled'
 
-const LABELS: Record<KeyStatus, string> = {
+export const STATUS_LABELS: Record<KeyStatus, string> = {
   active: 'Active',
   expiring: 'Expiring within 7 days',
   rotating: 'Rotating',
@@ -29,7 +29,8 @@ function permissionsSummary (permissions: string[]): Html {
   return html`${permissions.slice(0, 3).join(', ')} <span class="more">and ${permissions.length - 3} more</span>`
 }
 
-function lastUse (key: OwnKey, now: number): Html {
+/** When a key was last used, on which route and from where. */
+export function lastUse (key: OwnKey, now: number): Html {
   if (key.last_used_at === null) return html`never`
   return html`${timeCell(key.last_used_at, now)}${key.last_used_route === null ? '' : html`<span class="detail">${key.last_used_route}</span>`}${key.last_used_ip === null ? '' : html`<span class="detail">from ${key.last_used_ip}</span>`}`
 }
@@ -37,13 +38,13 @@ function lastUse (key: OwnKey, now: number): Html {
 function row (key: OwnKey, now: number): Html {
   const status = keyStatus(key, now)
   return html`<tr>
-<th scope="row">${key.name}</th>
+<th scope="row"><a href="${BASE}/keys/${encodeURIComponent(key.id)}">${key.name}</a></th>
 <td><code>${key.key_prefix}</code></td>
 <td>${permissionsSummary(key.permissions)}</td>
 <td>${timeCell(key.created_at, now)}</td>
 <td>${timeCell(key.expires_at, now)}</td>
 <td>${lastUse(key, now)}</td>
-<td><span class="status status-${status}">${LABELS[status]}</span></td>
+<td><span class="status status-${status}">${STATUS_LABELS[status]}</span></td>
 </tr>`
 }
 

@@ -61,20 +61,25 @@ ${presets.map((days) => html`<p class="choice"><input type="radio" id="expiry-${
  * without script too; the script makes it modal and adds the Copy button. The answer
  * is `Cache-Control: no-store` and the console keeps the secret nowhere.
  */
-export function createdKeyPage (options: { user: { email: string, csrf: string }, created: CreatedKey }): string {
+export function createdKeyPage (options: { user: { email: string, csrf: string }, created: CreatedKey, rotated?: boolean }): string {
   const { created } = options
+  // A rotation shows its new secret in the same dialog, and goes back to the key it rotated.
+  const title = options.rotated === true ? 'Key rotated' : 'Key created'
+  const back = options.rotated === true
+    ? html`<a class="button" id="secret-done" href="${BASE}/keys/${encodeURIComponent(created.api_key.id)}">Done: back to the key</a>`
+    : html`<a class="button" id="secret-done" href="${BASE}/keys">Done: back to my keys</a>`
   return page({
-    title: 'Key created',
+    title,
     user: options.user,
-    body: html`<h1>Key created</h1>
+    body: html`<h1>${title}</h1>
 <dialog id="secret-dialog" open aria-labelledby="secret-title">
-<h2 id="secret-title">Your new key "${created.api_key.name}"</h2>
+<h2 id="secret-title">Your new ${options.rotated === true ? 'secret for' : 'key'} "${created.api_key.name}"</h2>
 <p>Copy it now: it is shown this once and can never be shown again.</p>
 <p><label for="secret">API key</label>
 <input id="secret" class="secret" readonly value="${created.key}" spellcheck="false" autocomplete="off"></p>
 ${created.warnings.map((warning) => html`<p class="warning">${warning}</p>`)}
 <p class="actions"><button type="button" id="copy-secret" hidden>Copy</button>
-<a class="button" id="secret-done" href="${BASE}/keys">Done: back to my keys</a></p>
+${back}</p>
 <p id="copy-status" class="status-line" role="status" aria-live="polite"></p>
 </dialog>`
   })

@@ -174,7 +174,7 @@ t.test('creating a key: the secret once, the key works, forged permissions refus
 
   const keys = await browser.get('/console/keys')
   t.equal(keys.status, 200)
-  t.match(keys.text, /<th scope="row">reporting<\/th>/, 'the key is listed')
+  t.match(keys.text, /<th scope="row"><a href="\/console\/keys\/[^"]+">reporting<\/a><\/th>/, 'the key is listed, its name a link to its page')
   t.notOk(keys.text.includes(secret as string), 'and its secret is never shown again')
   t.match(keys.text, /status-active/, 'active')
 
