@@ -1,7 +1,7 @@
 import type { ErrorObject } from 'ajv'
 import { createAjv } from './ajv.js'
 import { deepFreeze } from './deep-freeze.js'
-import type { TObject } from 'typebox'
+import { Type, type TObject } from 'typebox'
 
 /** Thrown at start when configuration is invalid; lists every problem at once. */
 export class ConfigError extends Error {
@@ -40,4 +40,14 @@ export function validateConfig<T> (schema: TObject, raw: Record<string, unknown>
     throw new ConfigError(source, (validate.errors ?? []).map((e) => describe(e, root)))
   }
   return deepFreeze(candidate) as Readonly<T>
+}
+
+/** LOG_LEVEL, as every service reads it: pino's levels. */
+export const LOG_LEVEL_PROPERTY = Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, { default: 'info', description: 'pino log level.' })
+
+/** A *_TRUST_PROXY value as Fastify's trustProxy takes it: false, true, or the list of addresses as given. */
+export function parseTrustProxy (value: string): boolean | string {
+  if (value === 'false') return false
+  if (value === 'true') return true
+  return value
 }

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox'
-import { validateConfig } from '../common/config.js'
+import { validateConfig, LOG_LEVEL_PROPERTY, parseTrustProxy } from '../common/config.js'
 import { deepFreeze } from '../common/deep-freeze.js'
 
 /**
@@ -14,7 +14,7 @@ export const ConsoleEnvSchema = Type.Object({
   CONSOLE_COOKIE_SECRET: Type.String({ minLength: 32, description: 'Encrypts and authenticates the session cookie (which holds the user\'s tokens). Required; at least 32 characters (openssl rand -hex 32); the same in every console process.' }),
   CONSOLE_SECURE_COOKIE: Type.Boolean({ default: true, description: 'true: the cookie is `__Host-portier-console`, Secure (HTTPS only); false: `portier-console` without Secure, for plain http on loopback only (npm start).' }),
   CONSOLE_TRUST_PROXY: Type.String({ default: 'false', description: 'Whose X-Forwarded-For/-Host/-Proto to believe (the gateways): false, true, or a comma list of IPs/CIDRs. The client IP passed to identity and the origin checked on forms come from them.' }),
-  LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, { default: 'info', description: 'pino log level.' })
+  LOG_LEVEL: LOG_LEVEL_PROPERTY
 }, { additionalProperties: true })
 
 type ConsoleEnv = Static<typeof ConsoleEnvSchema>
@@ -40,7 +40,7 @@ export function loadConsoleConfig (env: Record<string, string | undefined> = pro
     identityAdminUrl: e.CONSOLE_IDENTITY_ADMIN_URL.replace(/\/$/, ''),
     cookieSecret: e.CONSOLE_COOKIE_SECRET,
     secureCookie: e.CONSOLE_SECURE_COOKIE,
-    trustProxy: e.CONSOLE_TRUST_PROXY === 'true' ? true : e.CONSOLE_TRUST_PROXY === 'false' ? false : e.CONSOLE_TRUST_PROXY,
+    trustProxy: parseTrustProxy(e.CONSOLE_TRUST_PROXY),
     logLevel: e.LOG_LEVEL
   })
 }

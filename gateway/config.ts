@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os'
 import { Type, type Static, type TSchema } from 'typebox'
-import { ConfigError, validateConfig } from '../common/config.js'
+import { ConfigError, validateConfig, LOG_LEVEL_PROPERTY, parseTrustProxy } from '../common/config.js'
 import { deepFreeze } from '../common/deep-freeze.js'
 import { listenerEnvProperties, listenerLimitsFromEnv, type ListenerTimeouts } from '../common/listener-limits.js'
 import type { UnreadBodyLimits } from '../common/unread-body.js'
@@ -102,7 +102,7 @@ export const GatewayEnvSchema = Type.Object({
   GATEWAY_WEBSOCKET_IDLE_SECONDS: fromOption('webSocketIdleSeconds', 'A WebSocket on which no message passed either way for this long is closed (1001).'),
   GATEWAY_TRUST_PROXY: Type.String({ default: 'false', description: 'Whose X-Forwarded-* to trust (load balancers in front): false, true, or a comma list of IPs/CIDRs.' }),
   GATEWAY_SHUTDOWN_GRACE_SECONDS: Type.Number({ minimum: 0, maximum: 300, default: 10, description: 'On SIGTERM, how long in-flight requests get to finish.' }),
-  LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, { default: 'info', description: 'pino log level.' })
+  LOG_LEVEL: LOG_LEVEL_PROPERTY
 }, { additionalProperties: true })
 
 type GatewayEnv = Static<typeof GatewayEnvSchema>
@@ -151,7 +151,7 @@ export function loadGatewayConfig (env: Record<string, string | undefined> = pro
     port: e.GATEWAY_PORT,
     workers: workers as number,
     metrics: e.GATEWAY_METRICS_PORT === 0 ? null : { host: e.GATEWAY_METRICS_HOST, port: e.GATEWAY_METRICS_PORT },
-    trustProxy: e.GATEWAY_TRUST_PROXY === 'true' ? true : e.GATEWAY_TRUST_PROXY === 'false' ? false : e.GATEWAY_TRUST_PROXY,
+    trustProxy: parseTrustProxy(e.GATEWAY_TRUST_PROXY),
     shutdownGraceMs: e.GATEWAY_SHUTDOWN_GRACE_SECONDS * 1000,
     logLevel: e.LOG_LEVEL,
     timeouts: listeners.timeouts,

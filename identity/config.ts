@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { ACCESS_TOKEN_ALGORITHMS, type AccessTokenAlgorithm } from '../common/access-token-profile.js'
-import { ConfigError, validateConfig } from '../common/config.js'
+import { ConfigError, validateConfig, LOG_LEVEL_PROPERTY, parseTrustProxy } from '../common/config.js'
 import { deepFreeze } from '../common/deep-freeze.js'
 import { listenerEnvProperties, listenerLimitsFromEnv, type ListenerTimeouts } from '../common/listener-limits.js'
 import type { UnreadBodyLimits } from '../common/unread-body.js'
@@ -47,7 +47,7 @@ export const IdentityEnvSchema = Type.Object({
   IDENTITY_PUBLIC_BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, maximum: 1_048_576, default: 8_192, description: 'Largest accepted request body on the public listener: login, refresh, logout and self-service need a few hundred bytes (8 KiB).' }),
   ...listenerEnvProperties('IDENTITY', "identity's two listeners"),
   IDENTITY_TRUST_PROXY: Type.String({ default: 'false', description: 'Whose X-Forwarded-For to trust for client IPs: false, true, or a comma list of IPs/CIDRs (e.g. the gateways).' }),
-  LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, { default: 'info', description: 'pino log level.' })
+  LOG_LEVEL: LOG_LEVEL_PROPERTY
 }, { additionalProperties: true })
 
 type IdentityEnv = Static<typeof IdentityEnvSchema>
@@ -117,12 +117,6 @@ export interface IdentityCoreConfig {
 export interface IdentityConfig extends IdentityCoreConfig {
   adminToken: string
   serviceToken: string
-}
-
-function parseTrustProxy (value: string): boolean | string {
-  if (value === 'false') return false
-  if (value === 'true') return true
-  return value
 }
 
 function coreConfig (e: IdentityCliEnv): IdentityCoreConfig {
