@@ -1,17 +1,8 @@
-/**
- * The console's only way to identity: HTTP, as any client would, with the signed-in
- * user's access token. Each answer is its status and parsed JSON body; a problem's
- * `code` and `detail` are what the pages show.
- */
+import { jsonCaller, type Answer, type ClientFacts } from './http-json.js'
 
 export interface TokenSet { access_token: string, refresh_token: string, expires_in: number }
 
-export interface Problem { status: number, code: string, title: string, detail: string }
-
-export type Answer<T> = { ok: true, status: number, body: T } | { ok: false, problem: Problem }
-
-/** Who is calling identity on the user's behalf: their address (identity throttles logins by it) and browser. */
-export interface ClientFacts { ip: string, userAgent: string | undefined }
+export type { Answer, ClientFacts, Problem } from './http-json.js'
 
 export interface Profile {
   user: { id: string, email: string, roles: string[] }
@@ -71,44 +62,9 @@ export interface IdentityClient {
   endOtherSessions: (accessToken: string, client: ClientFacts) => Promise<Answer<{ revoked: number }>>
 }
 
-/** When identity cannot be reached or answers something that is not JSON. */
-const UNREACHABLE: Problem = { status: 502, code: 'identity_unavailable', title: 'Identity is unavailable', detail: 'The identity service could not be reached. Try again in a moment.' }
-
-function problemOf (status: number, body: unknown): Problem {
-  const b = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>
-  const text = (name: string, fallback: string): string => typeof b[name] === 'string' ? b[name] : fallback
-  return { status, code: text('code', 'unknown'), title: text('title', 'Request refused'), detail: text('detail', text('title', 'The request was refused.')) }
-}
-
+/** Identity's public listener, for every signed-in user: sign-in, refresh, sign-out, and /me (self-service). */
 export function createIdentityClient (publicUrl: string, timeoutMs = 10_000): IdentityClient {
-  async function call<T> (method: string, path: string, client: ClientFacts, options: { bearer?: string, body?: unknown } = {}): Promise<Answer<T>> {
-    const headers: Record<string, string> = {
-      accept: 'application/json',
-      // Identity trusts this only from the addresses in its IDENTITY_TRUST_PROXY: then its per-IP login throttle sees the browser, not the console.
-      'x-forwarded-for': client.ip
-    }
-    if (client.userAgent !== undefined) headers['user-agent'] = client.userAgent
-    if (options.bearer !== undefined) headers.authorization = `Bearer ${options.bearer}`
-    if (options.body !== undefined) headers['content-type'] = 'application/json'
-    let response: Response
-    let text: string
-    try {
-      response = await fetch(`${publicUrl}${path}`, {
-        method,
-        headers,
-        ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
-        signal: AbortSignal.timeout(timeoutMs)
-      })
-      text = await response.text()
-    } catch {
-      return { ok: false, problem: UNREACHABLE }
-    }
-    let body: unknown = null
-    try { body = text === '' ? null : JSON.parse(text) } catch {
-      return { ok: false, problem: UNREACHABLE }
-    }
-    return response.ok ? { ok: true, status: response.status, body: body as T } : { ok: false, problem: problemOf(response.status, body) }
-  }
+  const call = jsonCaller(publicUrl, timeoutMs)
 
   return {
     signIn: async (email, password, client) => await call('POST', '/sessions', client, { body: { session: { email, password } } }),

@@ -31,7 +31,7 @@ export function keyRoutes (app: FastifyInstance, deps: { identity: IdentityClien
 
   const userOf = async (request: FastifyRequest, reply: FastifyReply): Promise<PageUser | null> => await pageUser(request, reply, identity, now())
 
-  async function showForm (request: FastifyRequest, reply: FastifyReply, user: { access: string, email: string, csrf: string }, draft: KeyDraft, error: string | null, status: number): Promise<FastifyReply> {
+  async function showForm (request: FastifyRequest, reply: FastifyReply, user: PageUser, draft: KeyDraft, error: string | null, status: number): Promise<FastifyReply> {
     const profile = await identity.profile(user.access, clientFacts(request))
     if (!profile.ok) return await reply.code(502).type(HTML).send(keysPage({ user, keys: null, error: profile.problem.detail, now: now() }))
     return await reply.code(status).type(HTML).send(newKeyPage({

@@ -3,6 +3,7 @@ import type { Answer, IdentityClient } from './identity-client.js'
 import type { Guard } from './forms.js'
 import { BASE } from './pages/layout.js'
 import { sessionsPage, type SessionsNotice } from './pages/sessions.js'
+import { pageUser } from './page-user.js'
 import { clientFacts, signedIn } from './session.js'
 
 declare module '@fastify/secure-session' {
@@ -38,11 +39,11 @@ export function sessionsRoutes (app: FastifyInstance, deps: { identity: Identity
   }
 
   app.get(PAGE, async (request, reply) => {
-    const user = await signedIn(request, identity, now())
-    if (user === null) return await reply.redirect(`${BASE}/sign-in`, 303)
+    const user = await pageUser(request, reply, identity, now())
+    if (user === null) return reply
     const message = request.session.get('sessionsNotice') ?? null
     if (message !== null) request.session.set('sessionsNotice', undefined)
-    const page = { user: { email: user.email, csrf: reply.generateCsrf() }, now: now() }
+    const page = { user, now: now() }
     const answer = await identity.sessions(user.access, clientFacts(request))
     if (!answer.ok && answer.problem.status === 401) {
       // The session was ended elsewhere (from another of the user's sessions, by an operator): sign this browser out.

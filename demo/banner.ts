@@ -1,5 +1,5 @@
 import { DEMO_OPERATOR_ROLE, type DemoAccounts } from './seed.js'
-import { EVERY_OPERATOR_PERMISSION } from '../identity/services/operator-permissions.js'
+import { EVERY_OPERATOR_PERMISSION } from '../common/operator-permissions.js'
 
 /** Where each part of a one-process start answers. */
 export interface DemoUrls {

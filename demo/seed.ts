@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { IdentityServices } from '../identity/services/index.js'
-import { EVERY_OPERATOR_PERMISSION } from '../identity/services/operator-permissions.js'
+import { EVERY_OPERATOR_PERMISSION } from '../common/operator-permissions.js'
 
 /** What the first start creates and prints once: nothing of it is stored in clear. */
 export interface DemoAccounts {

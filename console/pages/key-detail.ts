@@ -1,7 +1,7 @@
 import { html } from '../html.js'
 import type { KeyUsage, OwnKey } from '../identity-client.js'
 import { keyStatus, lastUse, STATUS_LABELS } from './keys.js'
-import { alert, BASE, page } from './layout.js'
+import { alert, BASE, page, type NavUser } from './layout.js'
 import { timeCell } from './time.js'
 import { usageChart, usageTable } from './usage-chart.js'
 
@@ -23,7 +23,7 @@ export const GRACE_CHOICES: ReadonlyArray<{ seconds: number, label: string }> = 
 export const DEFAULT_GRACE_SECONDS = 3600
 
 export interface KeyDetailOptions {
-  user: { email: string, csrf: string }
+  user: NavUser
   key: OwnKey
   range: UsageRangeName
   /** null when identity could not give it: the page says so and still offers rotate and revoke. */

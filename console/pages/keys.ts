@@ -1,6 +1,6 @@
 import { html, type Html } from '../html.js'
 import type { OwnKey } from '../identity-client.js'
-import { alert, BASE, page } from './layout.js'
+import { alert, BASE, page, type NavUser } from './layout.js'
 import { timeCell } from './time.js'
 
 const EXPIRING_WITHIN_MS = 7 * 86_400_000
@@ -49,7 +49,7 @@ function row (key: OwnKey, now: number): Html {
 }
 
 /** My keys: every key of the user's, however made; never a secret (identity gives none). */
-export function keysPage (options: { user: { email: string, csrf: string }, keys: OwnKey[] | null, error: string | null, now: number }): string {
+export function keysPage (options: { user: NavUser, keys: OwnKey[] | null, error: string | null, now: number }): string {
   const { keys, now } = options
   return page({
     title: 'My keys',

@@ -1,11 +1,15 @@
 import { html, type Html } from '../html.js'
+import type { OperatorSection } from '../operator/access.js'
 
 export const BASE = '/console'
 
+/** The signed-in user as the page shell shows them: e-mail, the sign-out form's CSRF token, and the operator pages they may open. */
+export interface NavUser { email: string, csrf: string, sections: readonly OperatorSection[] }
+
 export interface PageOptions {
   title: string
-  /** The signed-in user's e-mail and the CSRF token of the sign-out form; null on the sign-in page. */
-  user: { email: string, csrf: string } | null
+  /** Null on the sign-in page and on refusals. */
+  user: NavUser | null
   body: Html
 }
 
@@ -31,7 +35,12 @@ ${user === null
 <li><a href="${BASE}/keys">My keys</a></li>
 <li><a href="${BASE}/keys/new">Create a key</a></li>
 <li><a href="${BASE}/sessions">My sessions</a></li>
-</ul></nav>
+</ul>
+${user.sections.length === 0
+  ? ''
+  : html`<ul class="operator-nav" aria-label="Operator">
+${user.sections.map((section) => html`<li><a href="${section.path}">${section.label}</a></li>`)}
+</ul>`}</nav>
 <form class="sign-out" method="post" action="${BASE}/sign-out">
 <input type="hidden" name="_csrf" value="${user.csrf}">
 <span class="who">${user.email}</span>

@@ -1,6 +1,6 @@
 import { html } from '../html.js'
 import type { CreatedKey } from '../identity-client.js'
-import { alert, BASE, page } from './layout.js'
+import { alert, BASE, page, type NavUser } from './layout.js'
 
 export const EXPIRY_PRESETS_DAYS = [7, 30, 60, 90] as const
 
@@ -10,7 +10,7 @@ export interface KeyDraft { name: string, permissions: string[], expiry: string,
 export const EMPTY_DRAFT: KeyDraft = { name: '', permissions: [], expiry: String(EXPIRY_PRESETS_DAYS[0]), customDate: '' }
 
 interface FormOptions {
-  user: { email: string, csrf: string }
+  user: NavUser
   /** The user's own permissions (GET /me): the only ones offered. */
   permissions: string[]
   maxLifetimeDays: number
@@ -61,7 +61,7 @@ ${presets.map((days) => html`<p class="choice"><input type="radio" id="expiry-${
  * without script too; the script makes it modal and adds the Copy button. The answer
  * is `Cache-Control: no-store` and the console keeps the secret nowhere.
  */
-export function createdKeyPage (options: { user: { email: string, csrf: string }, created: CreatedKey, rotated?: boolean }): string {
+export function createdKeyPage (options: { user: NavUser, created: CreatedKey, rotated?: boolean }): string {
   const { created } = options
   // A rotation shows its new secret in the same dialog, and goes back to the key it rotated.
   const title = options.rotated === true ? 'Key rotated' : 'Key created'

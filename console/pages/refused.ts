@@ -1,5 +1,5 @@
 import { html } from '../html.js'
-import { BASE, page } from './layout.js'
+import { BASE, page, type NavUser } from './layout.js'
 
 /** What a refused state-changing request (another site, a missing or wrong CSRF token) answers. */
 export function refusedPage (reason: string): string {
@@ -9,6 +9,17 @@ export function refusedPage (reason: string): string {
     body: html`<h1>Request refused</h1>
 <div role="alert"><p>The console refused this request: ${reason}. Nothing was changed.</p></div>
 <p><a href="${BASE}/keys">Back to the console</a></p>`
+  })
+}
+
+/** An operator page opened by a user whose roles do not grant its operator permission. */
+export function forbiddenPage (user: NavUser, permission: string): string {
+  return page({
+    title: 'Not permitted',
+    user,
+    body: html`<h1>Not permitted</h1>
+<div role="alert"><p>This page is for operators holding <code>${permission}</code>, which your roles do not grant.</p></div>
+<p><a href="${BASE}/keys">Back to My keys</a></p>`
   })
 }
 

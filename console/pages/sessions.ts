@@ -1,7 +1,7 @@
 import { html, type Html } from '../html.js'
 import type { OwnSession } from '../identity-client.js'
 import { browserSummary } from '../user-agent.js'
-import { alert, BASE, page } from './layout.js'
+import { alert, BASE, page, type NavUser } from './layout.js'
 import { timeCell } from './time.js'
 
 /** What the last form did, shown once on the page it came back to. */
@@ -33,7 +33,7 @@ function row (session: OwnSession, csrf: string, now: number): Html {
 }
 
 /** My sessions: where the user is signed in (console, CLI, any client), and ending the others. */
-export function sessionsPage (options: { user: { email: string, csrf: string }, sessions: OwnSession[] | null, notice: SessionsNotice, now: number }): string {
+export function sessionsPage (options: { user: NavUser, sessions: OwnSession[] | null, notice: SessionsNotice, now: number }): string {
   const { sessions, now, user } = options
   const others = sessions?.filter((s) => !s.current).length ?? 0
   return page({

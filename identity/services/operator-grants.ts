@@ -1,6 +1,6 @@
 import { IdentityProblems } from '../errors.js'
 import { currentAuditContext } from './audit-context.js'
-import { EVERY_OPERATOR_PERMISSION, isOperatorPermission } from './operator-permissions.js'
+import { EVERY_OPERATOR_PERMISSION, isOperatorPermission } from '../../common/operator-permissions.js'
 
 /**
  * Refuses a change that would hand out an operator permission the acting operator does

@@ -9,7 +9,7 @@ import type { AuditRecorder } from './audited.js'
 import type { Clock } from './clock.js'
 import type { KeyChangeLimiter } from './key-change-limiter.js'
 import { namespacedKeyName } from './key-namespace.js'
-import { operatorPermissionOnKey } from './operator-permissions.js'
+import { operatorPermissionOnKey } from '../../common/operator-permissions.js'
 import type { Users } from './users.js'
 
 const DAY_MS = 86_400_000

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import { ACCESS_TOKEN_TTL_SECONDS } from '../../common/access-token-profile.js'
-import { isOperatorPermission } from '../../identity/services/operator-permissions.js'
+import { isOperatorPermission } from '../../common/operator-permissions.js'
 import { assertJson, assertProblem, assertStatus } from '../helpers/assert.js'
 import { http, rawRequest, type HttpAnswer } from '../helpers/http.js'
 import { documentPath, recordRoutes, type Document } from '../helpers/openapi.js'

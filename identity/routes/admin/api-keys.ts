@@ -11,7 +11,7 @@ import { apiKeyView } from '../../views.js'
 import { keyListCriteriaOf } from '../../services/key-list.js'
 import { ADMIN_PROBLEMS } from './credential-guard.js'
 import { operator } from './operator-route.js'
-import { OPERATOR_PERMISSIONS } from '../../services/operator-permissions.js'
+import { OPERATOR_PERMISSIONS } from '../../../common/operator-permissions.js'
 
 const closed = { additionalProperties: false } as const
 const KeyAnswer = Type.Object({ api_key: ApiKeyView, warnings: Type.Optional(Type.Array(Type.String())) })

@@ -6,7 +6,7 @@ import { isPortierProblem, type ProblemFactory } from '../../../common/problem.j
 import { IdentityProblems } from '../../errors.js'
 import type { AuditActor } from '../../services/audit-context.js'
 import { runAs } from '../../services/audit-context.js'
-import { grantsOperator, type OperatorPermission } from '../../services/operator-permissions.js'
+import { grantsOperator, type OperatorPermission } from '../../../common/operator-permissions.js'
 import type { Sessions } from '../../services/sessions.js'
 import { actAs } from '../audit-context.js'
 // Its declaration of the route config's operatorPermission.

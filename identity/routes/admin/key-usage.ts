@@ -6,7 +6,7 @@ import { IdentityProblems } from '../../errors.js'
 import { Id, IdParams, Timestamp } from '../../schemas.js'
 import type { IdentityServices } from '../../services/index.js'
 import { USAGE_STEPS, type UsageBucket } from '../../services/key-usage.js'
-import { OPERATOR_PERMISSIONS } from '../../services/operator-permissions.js'
+import { OPERATOR_PERMISSIONS } from '../../../common/operator-permissions.js'
 import { ADMIN_PROBLEMS } from './credential-guard.js'
 import { operator } from './operator-route.js'
 

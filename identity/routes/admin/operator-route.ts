@@ -1,4 +1,4 @@
-import type { OperatorPermission } from '../../services/operator-permissions.js'
+import type { OperatorPermission } from '../../../common/operator-permissions.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -9,7 +9,7 @@ import type { IdentityServices } from '../../services/index.js'
 import { roleView } from '../../views.js'
 import { ADMIN_PROBLEMS } from './credential-guard.js'
 import { operator } from './operator-route.js'
-import { OPERATOR_PERMISSIONS } from '../../services/operator-permissions.js'
+import { OPERATOR_PERMISSIONS } from '../../../common/operator-permissions.js'
 
 const NameParams = Type.Object({ name: RoleName }, { additionalProperties: false })
 const tags = ['roles']

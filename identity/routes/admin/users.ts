@@ -8,7 +8,7 @@ import type { IdentityServices } from '../../services/index.js'
 import { sessionView, userView } from '../../views.js'
 import { ADMIN_PROBLEMS } from './credential-guard.js'
 import { operator } from './operator-route.js'
-import { OPERATOR_PERMISSIONS } from '../../services/operator-permissions.js'
+import { OPERATOR_PERMISSIONS } from '../../../common/operator-permissions.js'
 
 const closed = { additionalProperties: false } as const
 const UserAnswer = Type.Object({ user: UserView })

@@ -1,4 +1,4 @@
-import { CommonProblems, type PortierProblem } from '../../common/problem.js'
+import { CommonProblems, type PortierProblem } from './problem.js'
 
 /**
  * Operator permissions: what lets a user's access token administer identity on the admin
