@@ -7,6 +7,7 @@ import { assetRoutes } from './assets.js'
 import type { ConsoleConfig } from './config.js'
 import type { Guard } from './forms.js'
 import { createIdentityClient } from './identity-client.js'
+import { createAdminClient } from './operator/admin-client.js'
 import { notFoundPage, refusedPage } from './pages/refused.js'
 import { keyDetailRoutes } from './routes-key-detail.js'
 import { keyRoutes } from './routes-keys.js'
@@ -44,6 +45,7 @@ export async function buildConsole (config: ConsoleConfig, deps: ConsoleDependen
   })
   const now = deps.now ?? Date.now
   const identity = createIdentityClient(config.identityPublicUrl)
+  const admin = createAdminClient(config.identityAdminUrl)
   installRequestLogging(app)
   installSecurityHeaders(app, { secureCookie: config.secureCookie })
   // Pages show the user's keys (and once, a secret): never kept by a cache, shared or not.
@@ -80,5 +82,7 @@ export async function buildConsole (config: ConsoleConfig, deps: ConsoleDependen
   keyRoutes(app, { identity, now, guard })
   keyDetailRoutes(app, { identity, now, guard })
   sessionsRoutes(app, { identity, now, guard })
+  // The operator pages: each checks its operator permission, then calls identity's admin API with the operator's own token.
+  void admin
   return app
 }
