@@ -2,6 +2,7 @@ import t, { type Test } from 'tap'
 import type { Page } from 'playwright-core'
 import { DEMO_STARTED, demoEnvironment } from '../helpers/demo.js'
 import { http } from '../helpers/http.js'
+import { pollUntil } from '../helpers/gateway-auth.js'
 import { startProcess } from '../helpers/process.js'
 import { focusedElement, launchBrowser, newContext, openPage, readClipboard, runAxe, saveScreenshot, tabTo, type CspWatch, type FocusedElement } from '../helpers/browser.js'
 import { servePages } from '../helpers/page-server.js'
@@ -11,7 +12,8 @@ import { servePages } from '../helpers/page-server.js'
 // rule, a new key's secret is copied once and works at the gateway, the keyboard alone
 // is enough, and another site cannot make a key with the user's session.
 
-interface System { gateway: string, console: string, user: { email: string, password: string } }
+interface Account { email: string, password: string }
+interface System { gateway: string, console: string, identityAdmin: string, user: Account, admin: Account }
 
 /** `npm start`, as a person runs it: the console at the gateway's /console, the demo accounts on its banner. */
 async function startSystem (t: Test): Promise<System> {
@@ -21,8 +23,15 @@ async function startSystem (t: Test): Promise<System> {
   const banner = demo.stdout()
   const consoleUrl = /console, in a browser +(\S+)/.exec(banner)?.[1]
   const user = /(user@example\.com) {3}password (\S+)/.exec(banner)
-  if (consoleUrl === undefined || user === null) throw new Error(`the banner names no console or no demo user:\n${banner}`)
-  return { gateway: setup.gateway, console: consoleUrl.replace(/\/$/, ''), user: { email: user[1] as string, password: user[2] as string } }
+  const admin = /(admin@example\.com) {3}password (\S+)/.exec(banner)
+  if (consoleUrl === undefined || user === null || admin === null) throw new Error(`the banner names no console or no demo accounts:\n${banner}`)
+  return {
+    gateway: setup.gateway,
+    console: consoleUrl.replace(/\/$/, ''),
+    identityAdmin: setup.identityAdmin,
+    user: { email: user[1] as string, password: user[2] as string },
+    admin: { email: admin[1] as string, password: admin[2] as string }
+  }
 }
 
 const system = await startSystem(t)
@@ -38,9 +47,9 @@ async function checkPage (t: Test, page: Page, csp: CspWatch, name: string): Pro
   await saveScreenshot(page, name)
 }
 
-async function signIn (page: Page): Promise<void> {
-  await page.fill('#email', system.user.email)
-  await page.fill('#password', system.user.password)
+async function signIn (page: Page, account: Account = system.user): Promise<void> {
+  await page.fill('#email', account.email)
+  await page.fill('#password', account.password)
   const answer = page.waitForResponse((response) => response.request().method() === 'POST' && response.url() === `${system.console}/sign-in`)
   await page.click('#sign-in')
   if ((await answer).status() !== 303) {
@@ -91,6 +100,73 @@ t.test('sign in, My keys, create a key with part of the user\'s permissions, cop
   t.same(await ownKeyNames(page), ['tasks-only'], 'My keys lists the new key')
   t.notOk((await page.content()).includes(secret), 'without its secret')
   await checkPage(t, page, csp, 'my-keys')
+
+  // The gateway reports usage in batches: the page shows the call once identity has it.
+  await page.getByRole('link', { name: 'tasks-only' }).click()
+  await page.waitForURL(/\/console\/keys\/[^/?]+$/)
+  const counted = await pollUntil(async () => {
+    await page.reload()
+    return await page.locator('#usage tfoot td').last().innerText() === '2'
+  }, { timeoutMs: 15_000, intervalMs: 500 })
+  t.ok(counted !== null, 'the two calls reach the key\'s usage table')
+  t.equal(await page.locator('#usage tfoot td').first().innerText(), '1', 'one of them allowed')
+  t.match(await page.locator('svg.usage-chart').getAttribute('aria-label') ?? '', /: 2 requests: 1 allowed\b.*\b1 forbidden/, 'and the chart says so, the forbidden call beside it')
+})
+
+/** The identity admin API, as the demo admin (an operator): what the audit trail says. */
+async function auditRecords (query: string): Promise<Array<Record<string, any>>> {
+  const session = await http(`${system.gateway}/sessions`, { method: 'POST', body: { session: system.admin } })
+  const answer = await http(`${system.identityAdmin}/admin/audit?${query}`, { bearer: session.body.access_token })
+  if (answer.status !== 200) throw new Error(`the audit trail answered ${answer.status}`)
+  return answer.body.records
+}
+
+t.test('a permission the user does not hold, forged into the form, is refused and recorded', async (t) => {
+  const context = await newContext(t, browser, consoleOrigin)
+  const { page, csp } = await openPage(context, `${system.console}/sign-in`)
+  await signIn(page)
+  const before = await ownKeyNames(page)
+  await page.goto(`${system.console}/keys/new`)
+  await page.fill('#name', 'forged')
+  // What a user editing the page in their browser's tools would send: users:* is not theirs.
+  await page.evaluate('document.querySelector(\'input[name="permissions"]\').value = "users:*"')
+  await page.check('input[name="permissions"][value="users:*"]')
+  const answer = page.waitForResponse((response) => response.url() === `${system.console}/keys` && response.request().method() === 'POST')
+  await page.click('#create-key')
+  t.equal((await answer).status(), 403, 'the console passes on identity\'s refusal')
+  await page.locator('#form-error').waitFor()
+  t.match(await page.locator('#form-error').innerText(), /users:\*/, 'the alert names the permission')
+  csp.consoleErrors.splice(0, csp.consoleErrors.length, ...csp.consoleErrors.filter((error) => !/status of 403/.test(error)))
+  await checkPage(t, page, csp, 'create-key-refused')
+  t.same(await ownKeyNames(page), before, 'no key was made')
+  const [record] = await auditRecords('action=key.create&outcome=failure&limit=1')
+  t.equal(record?.error_code, 'permission_not_held', 'the audit trail has the refusal')
+  t.match(JSON.stringify(record), /users:\*/, 'naming the permission asked for')
+})
+
+t.test('rotation with an hour of grace: both secrets work until the grace ends', async (t) => {
+  const context = await newContext(t, browser, consoleOrigin)
+  const { page } = await openPage(context, `${system.console}/sign-in`)
+  await signIn(page)
+  await page.goto(`${system.console}/keys/new`)
+  await page.fill('#name', 'graceful')
+  await page.check('input[name="permissions"][value="tasks:*"]')
+  await page.click('#create-key')
+  await page.locator('#secret-dialog[open]').waitFor()
+  const old = await page.inputValue('#secret')
+  await page.click('#secret-done')
+  await page.goto(`${system.console}/keys`)
+  await page.getByRole('link', { name: 'graceful' }).click()
+  await page.waitForURL(/\/console\/keys\/[^/?]+$/)
+  await page.check('#grace-3600')
+  await page.click('#rotate-key')
+  await page.locator('#secret-dialog[open]').waitFor()
+  const fresh = await page.inputValue('#secret')
+  const call = async (secret: string): Promise<number> => (await http(`${system.gateway}/tasks`, { headers: { 'x-api-key': secret } })).status
+  t.equal(await call(fresh), 200, 'the new secret works')
+  t.equal(await call(old), 200, 'and the old one, during the hour of grace')
+  await page.goto(`${system.console}/keys`)
+  t.equal(await page.locator('#keys tbody tr', { hasText: 'graceful' }).locator('.status').innerText(), 'Rotating', 'My keys shows the key rotating')
 })
 
 t.test('My sessions: this one marked, the others ended in one go', async (t) => {
@@ -224,9 +300,12 @@ t.test('a key\'s page: its usage drawn without breaking the CSP, rotated and rev
   t.equal((await http(`${system.gateway}/tasks`, { headers: { 'x-api-key': second } })).status, 200, 'the key still works')
 
   await page.fill('#confirm-name', 'rotate-me')
+  const clicked = performance.now()
   await page.click('#revoke-key')
+  const refusedAfter = await pollUntil(async () => (await http(`${system.gateway}/tasks`, { headers: { 'x-api-key': second } })).status === 401,
+    { since: clicked, timeoutMs: 1_000, intervalMs: 20 })
+  t.ok(refusedAfter !== null, 'the gateway refuses the key within 1 s of the click', { refusedAfter })
   await page.waitForURL(keyPage)
   t.equal(await page.locator('#key-status').innerText(), 'Revoked', 'the page shows the key revoked')
   await checkPage(t, page, csp, 'key-revoked')
-  t.equal((await http(`${system.gateway}/tasks`, { headers: { 'x-api-key': second } })).status, 401, 'the gateway refuses it')
 })
