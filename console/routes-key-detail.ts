@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { IdentityClient, OwnKey, Problem } from './identity-client.js'
 import { formText, type Guard } from './forms.js'
-import { DEFAULT_GRACE_SECONDS, GRACE_CHOICES, keyDetailPage, USAGE_RANGES, type UsageRangeName } from './pages/key-detail.js'
+import { DEFAULT_GRACE_SECONDS, GRACE_CHOICES, keyDetailPage, USAGE_RANGES, usageWindow, type UsageRangeName } from './pages/key-detail.js'
 import { keysPage } from './pages/keys.js'
 import { BASE } from './pages/layout.js'
 import { createdKeyPage } from './pages/new-key.js'
@@ -29,9 +29,8 @@ export function keyDetailRoutes (app: FastifyInstance, deps: { identity: Identit
   }
 
   async function showKey (request: FastifyRequest, reply: FastifyReply, user: User, key: OwnKey, range: UsageRangeName, error: { text: string, of: 'rotate' | 'revoke' } | null, status: number): Promise<FastifyReply> {
-    const { ms, step } = USAGE_RANGES[range]
     const at = now()
-    const usage = await identity.keyUsage(user.access, key.id, { from: new Date(at - ms).toISOString(), to: new Date(at).toISOString(), step }, clientFacts(request))
+    const usage = await identity.keyUsage(user.access, key.id, usageWindow(range, at), clientFacts(request))
     return await reply.code(status).type(HTML).send(keyDetailPage({
       user,
       key,

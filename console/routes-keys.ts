@@ -1,13 +1,18 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { IdentityClient } from './identity-client.js'
+import type { IdentityClient, KeyUsage, OwnKey } from './identity-client.js'
 import { formList, formText, type Guard } from './forms.js'
-import { keysPage } from './pages/keys.js'
+import { USAGE_RANGES, usageWindow } from './pages/key-detail.js'
+import { keysPage, type RecentUsage } from './pages/keys.js'
 import { BASE } from './pages/layout.js'
 import { createdKeyPage, EMPTY_DRAFT, EXPIRY_PRESETS_DAYS, newKeyPage, type KeyDraft } from './pages/new-key.js'
 import { pageUser, type PageUser } from './page-user.js'
 import { clientFacts } from './session.js'
 
 const DAY_MS = 86_400_000
+/** The period of My keys' sparklines: the key page's own "7 days", so both show the same numbers. */
+const RECENT = '7d'
+/** Most usage calls one page makes at once: identity's default cap on a user's own active keys (keys an operator made for them are not counted there). */
+const MAX_RECENT = 25
 const HTML = 'text/html; charset=utf-8'
 
 /** Operator permissions never go on a key (identity refuses them): they are not offered. */
@@ -44,12 +49,28 @@ export function keyRoutes (app: FastifyInstance, deps: { identity: IdentityClien
     }))
   }
 
+  /**
+   * The last 7 days of each key that can still be used (the first MAX_RECENT of them),
+   * asked for all at once; a failed answer costs that key its sparkline, never the page.
+   */
+  async function recentUsage (request: FastifyRequest, user: PageUser, keys: OwnKey[]): Promise<RecentUsage> {
+    const window = usageWindow(RECENT, now())
+    const live = keys.filter((key) => key.status === 'active').slice(0, MAX_RECENT)
+    const answers = await Promise.all(live.map(async (key) => await identity.keyUsage(user.access, key.id, window, clientFacts(request))))
+    const ofKey = new Map<string, KeyUsage | null>(live.map((key, i) => {
+      const answer = answers[i]
+      return [key.id, answer?.ok === true ? answer.body : null]
+    }))
+    return { heading: 'Last 7 days', period: USAGE_RANGES[RECENT].label, ofKey }
+  }
+
   app.get(`${BASE}/keys`, async (request, reply) => {
     const user = await userOf(request, reply)
     if (user === null) return reply
     const answer = await identity.keys(user.access, clientFacts(request))
     if (!answer.ok) return await reply.code(502).type(HTML).send(keysPage({ user, keys: null, error: answer.problem.detail, now: now() }))
-    return await reply.type(HTML).send(keysPage({ user, keys: answer.body.api_keys, error: null, now: now() }))
+    const keys = answer.body.api_keys
+    return await reply.type(HTML).send(keysPage({ user, keys, recent: await recentUsage(request, user, keys), error: null, now: now() }))
   })
 
   app.get(`${BASE}/keys/new`, async (request, reply) => {

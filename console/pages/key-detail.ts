@@ -1,5 +1,5 @@
 import { html } from '../html.js'
-import type { KeyUsage, OwnKey } from '../identity-client.js'
+import type { KeyUsage, OwnKey, UsageRange } from '../identity-client.js'
 import { keyStatus, lastUse, STATUS_LABELS } from './keys.js'
 import { alert, BASE, page, type NavUser } from './layout.js'
 import { timeCell } from './time.js'
@@ -12,6 +12,12 @@ export const USAGE_RANGES = {
   '30d': { label: 'the last 30 days', ms: 30 * 86_400_000, step: 'day' }
 } as const
 export type UsageRangeName = keyof typeof USAGE_RANGES
+
+/** What identity is asked for to show `range` up to `at`: the key's page and the My keys sparkline ask alike, so their numbers agree. */
+export function usageWindow (range: UsageRangeName, at: number): UsageRange {
+  const { ms, step } = USAGE_RANGES[range]
+  return { from: new Date(at - ms).toISOString(), to: new Date(at).toISOString(), step }
+}
 
 /** How long the old secret keeps working after a rotation; 1 hour is chosen, so running clients have time to switch. */
 export const GRACE_CHOICES: ReadonlyArray<{ seconds: number, label: string }> = [

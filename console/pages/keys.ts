@@ -1,6 +1,7 @@
 import { html, type Html } from '../html.js'
-import type { OwnKey } from '../identity-client.js'
+import type { KeyUsage, OwnKey } from '../identity-client.js'
 import { alert, BASE, page, type NavUser } from './layout.js'
+import { sparkline } from './sparkline.js'
 import { timeCell } from './time.js'
 
 const EXPIRING_WITHIN_MS = 7 * 86_400_000
@@ -24,7 +25,7 @@ export function keyStatus (key: OwnKey, now: number): KeyStatus {
   return 'active'
 }
 
-function permissionsSummary (permissions: string[]): Html {
+export function permissionsSummary (permissions: string[]): Html {
   if (permissions.length <= 3) return html`${permissions.join(', ')}`
   return html`${permissions.slice(0, 3).join(', ')} <span class="more">and ${permissions.length - 3} more</span>`
 }
@@ -35,7 +36,23 @@ export function lastUse (key: OwnKey, now: number): Html {
   return html`${timeCell(key.last_used_at, now)}${key.last_used_route === null ? '' : html`<span class="detail">${key.last_used_route}</span>`}${key.last_used_ip === null ? '' : html`<span class="detail">from ${key.last_used_ip}</span>`}`
 }
 
-function row (key: OwnKey, now: number): Html {
+/**
+ * The keys' recent requests, for the table's column of sparklines. A key absent from
+ * `ofKey` was not asked about (revoked, expired, disabled: it makes no requests now;
+ * or beyond the page's cap of calls); null: identity could not say.
+ */
+export interface RecentUsage { heading: string, period: string, ofKey: ReadonlyMap<string, KeyUsage | null> }
+
+function recentCell (key: OwnKey, recent: RecentUsage): Html {
+  if (!recent.ofKey.has(key.id)) {
+    return html`<td><span aria-hidden="true">—</span><span class="visually-hidden">${key.status === 'active' ? 'not shown here: see the key\'s page' : 'not in use'}</span></td>`
+  }
+  const usage = recent.ofKey.get(key.id) ?? null
+  if (usage === null) return html`<td class="detail">usage unavailable</td>`
+  return html`<td class="recent">${sparkline(usage, { id: `recent-${key.id}`, period: recent.period })}</td>`
+}
+
+function row (key: OwnKey, now: number, recent: RecentUsage | undefined): Html {
   const status = keyStatus(key, now)
   return html`<tr>
 <th scope="row"><a href="${BASE}/keys/${encodeURIComponent(key.id)}">${key.name}</a></th>
@@ -44,13 +61,14 @@ function row (key: OwnKey, now: number): Html {
 <td>${timeCell(key.created_at, now)}</td>
 <td>${timeCell(key.expires_at, now)}</td>
 <td>${lastUse(key, now)}</td>
+${recent === undefined ? '' : recentCell(key, recent)}
 <td><span class="status status-${status}">${STATUS_LABELS[status]}</span></td>
 </tr>`
 }
 
 /** My keys: every key of the user's, however made; never a secret (identity gives none). */
-export function keysPage (options: { user: NavUser, keys: OwnKey[] | null, error: string | null, now: number }): string {
-  const { keys, now } = options
+export function keysPage (options: { user: NavUser, keys: OwnKey[] | null, recent?: RecentUsage, error: string | null, now: number }): string {
+  const { keys, now, recent } = options
   return page({
     title: 'My keys',
     user: options.user,
@@ -63,9 +81,9 @@ ${keys === null
     ? html`<p>You have no API keys yet.</p>`
     : html`<div class="table-wrap"><table id="keys">
 <caption>Your API keys (the secret is shown only once, when a key is created)</caption>
-<thead><tr><th scope="col">Name</th><th scope="col">Prefix</th><th scope="col">Permissions</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col">Last used</th><th scope="col">Status</th></tr></thead>
+<thead><tr><th scope="col">Name</th><th scope="col">Prefix</th><th scope="col">Permissions</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col">Last used</th>${recent === undefined ? '' : html`<th scope="col">${recent.heading}</th>`}<th scope="col">Status</th></tr></thead>
 <tbody>
-${keys.map((key) => row(key, now))}
+${keys.map((key) => row(key, now, recent))}
 </tbody>
 </table></div>`}`
   })
