@@ -8,6 +8,7 @@ import type { ConsoleConfig } from './config.js'
 import type { Guard } from './forms.js'
 import { createIdentityClient } from './identity-client.js'
 import { createAdminClient } from './operator/admin-client.js'
+import { auditRoutes } from './operator/audit-routes.js'
 import { rolesRoutes } from './operator/roles-routes.js'
 import { usersRoutes } from './operator/users-routes.js'
 import { notFoundPage, refusedPage } from './pages/refused.js'
@@ -85,6 +86,7 @@ export async function buildConsole (config: ConsoleConfig, deps: ConsoleDependen
   keyDetailRoutes(app, { identity, now, guard })
   sessionsRoutes(app, { identity, now, guard })
   // The operator pages: each checks its operator permission, then calls identity's admin API with the operator's own token.
+  auditRoutes(app, { identity, admin, now })
   usersRoutes(app, { identity, admin, now, guard })
   rolesRoutes(app, { identity, admin, now, guard })
   return app

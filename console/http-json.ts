@@ -19,7 +19,7 @@ export type JsonCall = <T>(method: string, path: string, client: ClientFacts, op
 /** When identity cannot be reached or answers something that is not JSON. */
 export const UNREACHABLE: Problem = { status: 502, code: 'identity_unavailable', title: 'Identity is unavailable', detail: 'The identity service could not be reached. Try again in a moment.' }
 
-function problemOf (status: number, body: unknown): Problem {
+export function problemOf (status: number, body: unknown): Problem {
   const b = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>
   const text = (name: string, fallback: string): string => typeof b[name] === 'string' ? b[name] : fallback
   return { status, code: text('code', 'unknown'), title: text('title', 'Request refused'), detail: text('detail', text('title', 'The request was refused.')) }
