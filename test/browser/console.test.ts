@@ -68,6 +68,10 @@ t.test('sign in, My keys, create a key with part of the user\'s permissions, cop
   const context = await newContext(t, browser, consoleOrigin)
   const { page, csp } = await openPage(context, `${system.console}/sign-in`)
   await checkPage(t, page, csp, 'sign-in')
+  // Everything the first page made the browser fetch (a fresh context: nothing cached), headers included.
+  const transferred = await page.evaluate<number>(`[...performance.getEntriesByType('navigation'), ...performance.getEntriesByType('resource')]
+    .reduce((sum, entry) => sum + entry.transferSize, 0)`)
+  t.ok(transferred > 0 && transferred <= 150 * 1024, `the first page transfers at most 150 KB (${transferred} bytes)`)
 
   await signIn(page)
   await checkPage(t, page, csp, 'my-keys-empty')
@@ -308,4 +312,57 @@ t.test('a key\'s page: its usage drawn without breaking the CSP, rotated and rev
   await page.waitForURL(keyPage)
   t.equal(await page.locator('#key-status').innerText(), 'Revoked', 'the page shows the key revoked')
   await checkPage(t, page, csp, 'key-revoked')
+})
+
+t.test('operators: users and roles, and a disabled owner\'s keys stop within a second', async (t) => {
+  const context = await newContext(t, browser, consoleOrigin)
+  const { page, csp } = await openPage(context, `${system.console}/sign-in`)
+  await signIn(page, system.admin)
+  for (const link of ['Overview', 'Users', 'Roles', 'All keys', 'Audit']) {
+    t.equal(await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: link, exact: true }).count(), 1, `an operator sees ${link}`)
+  }
+
+  await page.getByRole('link', { name: 'Users', exact: true }).click()
+  await page.waitForURL(`${system.console}/operator/users`)
+  await checkPage(t, page, csp, 'operator-users')
+  const owner = { email: 'owner@example.com', password: 'owner password 1' }
+  await page.fill('#new-email', owner.email)
+  await page.fill('#new-password', owner.password)
+  await page.check('#new-role-staff')
+  await page.click('#create-user')
+  await page.locator('#users tbody th', { hasText: owner.email }).waitFor()
+
+  // The new user makes a key of their own in another browser.
+  const theirs = await openPage(await newContext(t, browser, consoleOrigin), `${system.console}/sign-in`)
+  await signIn(theirs.page, owner)
+  await theirs.page.goto(`${system.console}/keys/new`)
+  t.equal(await theirs.page.getByRole('link', { name: 'Users', exact: true }).count(), 0, 'a user without operator permissions sees no operator link')
+  await theirs.page.fill('#name', 'soon-stopped')
+  await theirs.page.check('input[name="permissions"][value="tasks:*"]')
+  await theirs.page.click('#create-key')
+  await theirs.page.locator('#secret-dialog[open]').waitFor()
+  const secret = await theirs.page.inputValue('#secret')
+  const call = async (): Promise<number> => (await http(`${system.gateway}/tasks`, { headers: { 'x-api-key': secret } })).status
+  t.equal(await call(), 200, 'their key works')
+  const refused = await theirs.page.goto(`${system.console}/operator/users`)
+  t.equal(refused?.status(), 403, 'and the Users page is refused to them')
+  theirs.csp.consoleErrors.splice(0, theirs.csp.consoleErrors.length)
+
+  await page.getByRole('link', { name: owner.email }).click()
+  await page.waitForURL(/\/console\/operator\/users\/[^/]+$/)
+  await checkPage(t, page, csp, 'operator-user')
+  const clicked = performance.now()
+  await page.click('#disable-user')
+  const stoppedAfter = await pollUntil(async () => await call() === 401, { since: clicked, timeoutMs: 1_000, intervalMs: 20 })
+  t.ok(stoppedAfter !== null, 'the disabled owner\'s key is refused at the gateway within 1 s of the click', { stoppedAfter })
+  await page.locator('#user-status', { hasText: 'Disabled' }).waitFor()
+  await theirs.page.goto(`${system.console}/keys`)
+  t.equal(theirs.page.url(), `${system.console}/sign-in`, 'and the disabled user\'s console session is over')
+
+  await page.getByRole('link', { name: 'Roles', exact: true }).click()
+  await page.waitForURL(`${system.console}/operator/roles`)
+  await checkPage(t, page, csp, 'operator-roles')
+  await page.getByRole('link', { name: 'staff', exact: true }).click()
+  await page.waitForURL(`${system.console}/operator/roles/staff`)
+  await checkPage(t, page, csp, 'operator-role')
 })
