@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { IdentityClient, KeyUsage, OwnKey } from './identity-client.js'
+import { FORM_TOKEN_FIELD, oneTimeForm } from './form-once.js'
 import { formList, formText, type Guard } from './forms.js'
 import { USAGE_RANGES, usageWindow } from './pages/key-detail.js'
 import { keysPage, type RecentUsage } from './pages/keys.js'
@@ -13,6 +14,7 @@ const DAY_MS = 86_400_000
 const RECENT = '7d'
 /** Most usage calls one page makes at once: identity's default cap on a user's own active keys (keys an operator made for them are not counted there). */
 const MAX_RECENT = 25
+const ALREADY_SENT = 'This form was already sent: the key was made once. See My keys.'
 const HTML = 'text/html; charset=utf-8'
 
 /** Operator permissions never go on a key (identity refuses them): they are not offered. */
@@ -33,6 +35,8 @@ function expiryOf (draft: KeyDraft, now: number): string | { error: string } {
 
 export function keyRoutes (app: FastifyInstance, deps: { identity: IdentityClient, now: () => number, guard: Guard }): void {
   const { identity, now, guard } = deps
+  // Back and resend, or a double click, must not make a second key: each form shown is accepted once.
+  const createForm = oneTimeForm('keyFormTokens')
 
   const userOf = async (request: FastifyRequest, reply: FastifyReply): Promise<PageUser | null> => await pageUser(request, reply, identity, now())
 
@@ -45,6 +49,7 @@ export function keyRoutes (app: FastifyInstance, deps: { identity: IdentityClien
       maxLifetimeDays: profile.body.self_service.key_max_lifetime_days,
       draft,
       error,
+      formToken: createForm.issue(request),
       now: now()
     }))
   }
@@ -92,6 +97,8 @@ export function keyRoutes (app: FastifyInstance, deps: { identity: IdentityClien
     if (typeof expiresAt !== 'string') return await showForm(request, reply, user, draft, expiresAt.error, 400)
     if (draft.name === '') return await showForm(request, reply, user, draft, 'Give the key a name.', 400)
     if (draft.permissions.length === 0) return await showForm(request, reply, user, draft, 'Choose at least one permission.', 400)
+    // Spent only now, just before identity is asked: a form refused above can be corrected and sent again.
+    if (!createForm.spend(request, formText(request.body, FORM_TOKEN_FIELD))) return await showForm(request, reply, user, EMPTY_DRAFT, ALREADY_SENT, 409)
     // Identity checks the permissions against the user's own (403 permission_not_held): the form's list is only a convenience.
     const created = await identity.createKey(user.access, { name: draft.name, permissions: draft.permissions, expires_at: expiresAt }, clientFacts(request))
     if (!created.ok) {

@@ -1,4 +1,5 @@
 import { html } from '../html.js'
+import { FORM_TOKEN_FIELD } from '../form-once.js'
 import type { CreatedKey } from '../identity-client.js'
 import { alert, BASE, page, type NavUser } from './layout.js'
 
@@ -16,6 +17,8 @@ interface FormOptions {
   maxLifetimeDays: number
   draft: KeyDraft
   error: string | null
+  /** This form's one-time token: the key is made once, however often the form is sent. */
+  formToken: string
   now: number
 }
 
@@ -31,6 +34,7 @@ export function newKeyPage (options: FormOptions): string {
 ${alert(options.error)}
 <form method="post" action="${BASE}/keys" class="stack">
 <input type="hidden" name="_csrf" value="${options.user.csrf}">
+<input type="hidden" name="${FORM_TOKEN_FIELD}" value="${options.formToken}">
 <p><label for="name">Name</label>
 <input id="name" name="name" required maxlength="100" value="${draft.name}" aria-describedby="name-hint">
 <span class="hint" id="name-hint">Yours alone: it must differ from your other keys' names.</span></p>

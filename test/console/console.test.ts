@@ -1,7 +1,7 @@
 import t from 'tap'
 import type { Test } from 'tap'
 import { CONTENT_SECURITY_POLICY } from '../../console/security.js'
-import { Browser, csrfOf, startConsole, type PageAnswer } from '../helpers/console.js'
+import { Browser, csrfOf, formTokenOf, startConsole, type PageAnswer } from '../helpers/console.js'
 import { startStack, type Stack, type TestGateway } from '../helpers/gateway.js'
 import { http } from '../helpers/http.js'
 
@@ -159,7 +159,7 @@ t.test('creating a key: the secret once, the key works, forged permissions refus
   t.notMatch(form.text, /admin:/, 'never an operator permission')
   t.match(form.text, /id="expiry-7" name="expiry" value="7" checked/, 'the shortest preset is chosen')
 
-  const created = await browser.post('/console/keys', { _csrf: csrfOf(form), name: 'reporting', permissions: 'users:list', expiry: '30' })
+  const created = await browser.post('/console/keys', { _csrf: csrfOf(form), form_token: formTokenOf(form), name: 'reporting', permissions: 'users:list', expiry: '30' })
   t.equal(created.status, 201, 'created')
   t.equal(created.headers.get('cache-control'), 'no-store', 'the secret is never cached')
   checkHeaders(t, created, 'the secret page')
@@ -178,7 +178,8 @@ t.test('creating a key: the secret once, the key works, forged permissions refus
   t.notOk(keys.text.includes(secret as string), 'and its secret is never shown again')
   t.match(keys.text, /status-active/, 'active')
 
-  const forged = await browser.post('/console/keys', { _csrf: csrfOf(keys), name: 'too-much', permissions: ['users:list', 'users:delete'], expiry: '7' })
+  const another = await browser.get('/console/keys/new')
+  const forged = await browser.post('/console/keys', { _csrf: csrfOf(another), form_token: formTokenOf(another), name: 'too-much', permissions: ['users:list', 'users:delete'], expiry: '7' })
   t.equal(forged.status, 403, 'a permission the user lacks is refused by identity')
   t.match(forged.text, /role="alert"[^>]*>\s*<p>[^<]*users:delete/, 'and the refusal is shown, naming it')
   const audit = await s.admin('GET', '/admin/audit?action=key.create&outcome=failure')

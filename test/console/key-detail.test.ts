@@ -1,7 +1,7 @@
 import t from 'tap'
 import type { Test } from 'tap'
 import { CONTENT_SECURITY_POLICY } from '../../console/security.js'
-import { Browser, csrfOf, startConsole, type PageAnswer } from '../helpers/console.js'
+import { Browser, csrfOf, formTokenOf, startConsole, type PageAnswer } from '../helpers/console.js'
 import { pollUntil } from '../helpers/gateway-auth.js'
 import { startStack, type Stack, type TestGateway } from '../helpers/gateway.js'
 
@@ -29,7 +29,7 @@ async function setUp (t: Test): Promise<Setup> {
 /** A key made through the console's own form; its id is read from My keys' link. */
 async function makeKey (t: Test, browser: Browser, name: string): Promise<{ id: string, secret: string }> {
   const form = await browser.get('/console/keys/new')
-  const created = await browser.post('/console/keys', { _csrf: csrfOf(form), name, permissions: 'users:list', expiry: '30' })
+  const created = await browser.post('/console/keys', { _csrf: csrfOf(form), form_token: formTokenOf(form), name, permissions: 'users:list', expiry: '30' })
   t.equal(created.status, 201, `key ${name} created`)
   const secret = /id="secret" class="secret" readonly value="([^"]+)"/.exec(created.text)?.[1] ?? ''
   const keys = await browser.get('/console/keys')

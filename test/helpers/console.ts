@@ -82,6 +82,13 @@ export function csrfOf (page: PageAnswer): string {
   return match[1]
 }
 
+/** The one-time token of the create-key form on a page (its hidden `form_token`). */
+export function formTokenOf (page: PageAnswer): string {
+  const match = /name="form_token" value="([^"]+)"/.exec(page.text)
+  if (match?.[1] === undefined) throw new Error(`no form token on the page (status ${page.status})`)
+  return match[1]
+}
+
 /**
  * A stack whose identity believes the console's X-Forwarded-For (loopback), the console
  * in front of it, and a gateway forwarding /console to the console.
