@@ -9,6 +9,8 @@ import type { Guard } from './forms.js'
 import { createIdentityClient } from './identity-client.js'
 import { createAdminClient } from './operator/admin-client.js'
 import { auditRoutes } from './operator/audit-routes.js'
+import { keysRoutes } from './operator/keys-routes.js'
+import { overviewRoutes } from './operator/overview-routes.js'
 import { rolesRoutes } from './operator/roles-routes.js'
 import { usersRoutes } from './operator/users-routes.js'
 import { notFoundPage, refusedPage } from './pages/refused.js'
@@ -89,5 +91,7 @@ export async function buildConsole (config: ConsoleConfig, deps: ConsoleDependen
   auditRoutes(app, { identity, admin, now })
   usersRoutes(app, { identity, admin, now, guard })
   rolesRoutes(app, { identity, admin, now, guard })
+  overviewRoutes(app, { identity, admin, now, guard })
+  keysRoutes(app, { identity, admin, now, guard })
   return app
 }
