@@ -1,5 +1,5 @@
 import { grantsOperator, OPERATOR_PERMISSIONS, type OperatorPermission } from '../../common/operator-permissions.js'
-import { BASE } from '../pages/layout.js'
+import { BASE } from '../base-path.js'
 
 /**
  * The operator pages and the operator permission each needs: the same permissions the

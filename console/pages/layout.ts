@@ -1,7 +1,8 @@
 import { html, type Html } from '../html.js'
+import { BASE } from '../base-path.js'
 import type { OperatorSection } from '../operator/access.js'
 
-export const BASE = '/console'
+export { BASE } from '../base-path.js'
 
 /** The signed-in user as the page shell shows them: e-mail, the sign-out form's CSRF token, and the operator pages they may open. */
 export interface NavUser { email: string, csrf: string, sections: readonly OperatorSection[] }
