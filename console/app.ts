@@ -14,6 +14,7 @@ import { overviewRoutes } from './operator/overview-routes.js'
 import { rolesRoutes } from './operator/roles-routes.js'
 import { usersRoutes } from './operator/users-routes.js'
 import { notFoundPage, refusedPage } from './pages/refused.js'
+import { healthRoutes } from './routes-health.js'
 import { keyDetailRoutes } from './routes-key-detail.js'
 import { keyRoutes } from './routes-keys.js'
 import { sessionRoutes } from './routes-session.js'
@@ -82,6 +83,7 @@ export async function buildConsole (config: ConsoleConfig, deps: ConsoleDependen
   })
   app.setNotFoundHandler((_request, reply) => reply.code(404).type(HTML).send(notFoundPage()))
 
+  healthRoutes(app)
   assetRoutes(app)
   sessionRoutes(app, { identity, now, guard })
   keyRoutes(app, { identity, now, guard })

@@ -94,7 +94,7 @@ t.test('the gateways: replicas, autoscaling, disruption budget, drain, upstreams
   reports(t, fileWith(K8S_UPSTREAMS, 'prefix: /', 'prefix: /admin'), /^deploy\/kubernetes\/config\/upstreams\.yaml: the gateway refuses it: /, 'a file the gateway refuses')
 })
 
-t.test('identity: one StatefulSet pod, its database on the claim, its admin port for the gateways only', async (t) => {
+t.test('identity: one StatefulSet pod, its database on the claim, its admin port for its clients only', async (t) => {
   reports(t, baseWith((i) => { manifest(i, 'StatefulSet', 'identity').spec.replicas = 2 }), /StatefulSet\/identity\.spec\.replicas: 2: must be exactly 1 \(SQLite, single writer/, 'a second writer')
   reports(t, baseWith((i) => { manifest(i, 'StatefulSet', 'identity').kind = 'Deployment' }), /Deployment\/identity: SQLite has a single writer: run it as a StatefulSet/, 'a Deployment')
   reports(t, baseWith((i) => { manifest(i, 'HorizontalPodAutoscaler', 'gateway').spec.scaleTargetRef = { apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'identity' } }),
@@ -105,9 +105,26 @@ t.test('identity: one StatefulSet pod, its database on the claim, its admin port
   reports(t, baseWith((i) => { manifest(i, 'NetworkPolicy', 'identity').spec.ingress[0].from = [] }), /NetworkPolicy\/identity\.spec\.ingress\[0\]: admits everyone to StatefulSet\/identity's admin listener \(3002\)/, 'open to all')
   reports(t, baseWith((i) => { manifest(i, 'NetworkPolicy', 'identity').spec.ingress[0].from.push({ namespaceSelector: {} }) }), /admits \{"namespaceSelector":\{\}\} to StatefulSet\/identity's admin listener/, 'open to every namespace')
   reports(t, baseWith((i) => { manifest(i, 'NetworkPolicy', 'identity').spec.ingress[0].from[0].podSelector.matchLabels = { 'app.kubernetes.io/name': 'upstream-mock' } }),
-    /only its clients \(Deployment\/gateway\) may connect/, 'open to a pod that is no client')
+    /only its clients \(Deployment\/gateway, Deployment\/console\) may connect/, 'open to a pod that is no client')
   reports(t, baseWith((i) => { for (const docs of i.manifests.values()) docs.splice(0, docs.length, ...docs.filter((d) => !(d.kind === 'NetworkPolicy' && d.metadata.name === 'identity'))) }),
     /StatefulSet\/identity: no NetworkPolicy limits who reaches its admin listener \(3002\)/, 'no policy')
+})
+
+t.test('the console: in the base, reached from the gateways only, reaching identity\'s two listeners', async (t) => {
+  const consoleOf = (i: KubernetesInput): Record<string, any> => container(i, 'Deployment', 'console')
+  const policy = (i: KubernetesInput, name: string): Record<string, any> => manifest(i, 'NetworkPolicy', name)
+  reports(t, fileWith(KUSTOMIZATION, '  - console.yaml\n', ''), /^deploy\/kubernetes\/kustomization\.yaml: resources: no workload runs console \(node dist\/console\/server\.js\)/, 'the console left out')
+  reports(t, baseWith((i) => { policy(i, 'identity').spec.ingress[0].from.pop() }),
+    /NetworkPolicy\/identity: does not admit Deployment\/console to StatefulSet\/identity's admin listener \(3002\), which it calls/, 'identity\'s admin port closed to the console')
+  const opened = baseWith((i) => { policy(i, 'console').spec.ingress[0].from[0].podSelector.matchLabels = { 'app.kubernetes.io/name': 'upstream-mock' } })
+  reports(t, opened, /NetworkPolicy\/console\.spec\.ingress\[0\]: admits .* to Deployment\/console's http listener \(3004\); only its clients \(Deployment\/gateway\) may connect/, 'open to a pod that is no client')
+  reports(t, opened, /NetworkPolicy\/console: does not admit Deployment\/gateway to Deployment\/console's http listener \(3004\)/, 'and closed to the gateways')
+  reports(t, baseWith((i) => { for (const docs of i.manifests.values()) docs.splice(0, docs.length, ...docs.filter((d) => !(d.kind === 'NetworkPolicy' && d.metadata.name === 'console'))) }),
+    /Deployment\/console: no NetworkPolicy limits who reaches its http listener \(3004\)/, 'no policy')
+  reports(t, baseWith((i) => { envVar(consoleOf(i), 'CONSOLE_IDENTITY_ADMIN_URL').value = 'http://identity:3001' }),
+    /env\[CONSOLE_IDENTITY_ADMIN_URL\]: identity does not serve GET \/admin\/users on its public listener \(port 3001\)/, 'the admin URL led to the public listener')
+  reports(t, baseWith((i) => { envVar(gateway(i), 'GATEWAY_CONSOLE_URL').value = 'http://identity:3001' }), /env\[GATEWAY_CONSOLE_URL\]: http:\/\/identity:3001 leads to identity, not console/, 'the console URL at identity')
+  reports(t, baseWith((i) => { consoleOf(i).readinessProbe.httpGet.path = '/console/healthz' }), /readinessProbe\.httpGet: console does not serve GET \/console\/healthz on its http listener/, 'a probe on a route it does not serve')
 })
 
 t.test('the gateways\' metrics: their own port, scraped by the monitoring namespace only', async (t) => {

@@ -168,6 +168,26 @@ t.test('compose: replicas, the load balancer and trusted proxies', async (t) => 
   reports(t, composeWithFile(HAPROXY, 'bind :3000', 'bind :8080'), /services\.lb\.ports: "\$\{PORTIER_HTTP_PORT:-3000\}:3000" publishes 3000; .* serves on 8080/, 'HAProxy moved')
 })
 
+t.test('compose: the console, behind the gateways, trusted by identity', async (t) => {
+  reports(t, composeWith((d) => {
+    delete d.services.console
+    for (const name of ['gateway-1', 'gateway-2']) {
+      delete d.services[name].depends_on.console
+      delete d.services[name].environment.GATEWAY_CONSOLE_URL
+    }
+  }), /^deploy\/compose\.yaml: services: none runs console \(node dist\/console\/server\.js\)/, 'the console left out')
+  reports(t, composeWith((d) => { d.services.console.ports = ['3004:3004'] }),
+    /services\.console\.ports: publishes \["3004:3004"\]: only the load balancer publishes a port; console's http listener must never be published/, 'the console published')
+  reports(t, composeWith((d) => { d.services['gateway-1'].environment.GATEWAY_CONSOLE_URL = 'http://console:3000' }), /GATEWAY_CONSOLE_URL: http:\/\/console:3000: console listens on 3004, not 3000/, 'the console URL on the wrong port')
+  reports(t, composeWith((d) => { delete d.services['gateway-2'].depends_on.console }), /services\.gateway-2\.depends_on: GATEWAY_CONSOLE_URL points at console: wait for it/, 'a gateway not waiting for the console')
+  reports(t, composeWith((d) => { d.services.console.environment.CONSOLE_IDENTITY_ADMIN_URL = 'http://identity:3001' }),
+    /services\.console\.environment\.CONSOLE_IDENTITY_ADMIN_URL: identity does not serve GET \/admin\/users on its public listener/, 'the admin URL led to the public listener')
+  reports(t, composeWith((d) => { d.services.console.healthcheck.test[3] = 'http://127.0.0.1:3004/console/healthz' }), /services\.console\.healthcheck\.test: console does not serve GET \/console\/healthz/, 'a health path the console does not serve')
+  reports(t, composeWith((d) => { d.services.console.environment.CONSOLE_TRUST_PROXY = '172.30.80.11,172.30.80.12' }), /services\.console\.environment\.CONSOLE_TRUST_PROXY: does not trust lb \(172\.30\.80\.10\)/, 'the load balancer not trusted by the console')
+  reports(t, composeWith((d) => { d.services.identity.environment.IDENTITY_TRUST_PROXY = '172.30.80.10,172.30.80.11,172.30.80.12' }),
+    /services\.identity\.environment\.IDENTITY_TRUST_PROXY: does not trust console \(172\.30\.80\.13\)/, 'the console not trusted by identity: every console login would count against one address')
+})
+
 t.test('compose: the upstreams file and the .env example', async (t) => {
   reports(t, composeWithFile(COMPOSE_UPSTREAMS, 'target: http://upstream-mock:4000', 'target: http://upstream-mock:4001'),
     /upstreams\.backoffice\.target: http:\/\/upstream-mock:4001: upstream-mock listens on 4000, not 4001/, 'a target on the wrong port')

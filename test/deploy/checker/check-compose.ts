@@ -3,7 +3,7 @@ import { ConfigError } from '../../../common/config.js'
 import { parseUpstreams } from '../../../gateway/routing/index.js'
 import { checkHealthUrl, checkPortierContainer, checkServes, healthcheckUrl, listenerOnPort, type EnvSetting, type ResolvedContainer } from './check-containers.js'
 import { DOCKERFILE } from './check-dockerfile.js'
-import { REDIS_DEFAULT_PORT, URL_REFERENCES, type CodeFacts } from './code-facts.js'
+import { distPathOf, REDIS_DEFAULT_PORT, URL_REFERENCES, type CodeFacts } from './code-facts.js'
 import { claim, type DeployTree } from './deploy-files.js'
 import { hostPort, inCidr } from './net.js'
 import { bindPort, type HaproxySection } from './parse-haproxy.js'
@@ -14,6 +14,8 @@ const COMPOSE_DIR = 'deploy'
 const ENV_EXAMPLE = 'deploy/.env.example'
 const INTERPOLATION = /\$\{([A-Za-z_][A-Za-z0-9_]*)([^}]*)\}/g
 const HAPROXY_CONFIG_DIR = '/usr/local/etc/haproxy'
+/** Each service that reads the client's address from X-Forwarded-For, and the variable naming whom it believes. */
+const TRUST_VARIABLES: Readonly<Record<string, string>> = { gateway: 'GATEWAY_TRUST_PROXY', identity: 'IDENTITY_TRUST_PROXY', console: 'CONSOLE_TRUST_PROXY' }
 
 /** What one compose service is, once checked: where it listens, and for Portier, its resolved config. */
 interface Endpoint {
@@ -97,7 +99,8 @@ export function checkCompose (tree: DeployTree, facts: CodeFacts, problems: Prob
       if (resolved === null) continue
       endpoints.set(name, { kind: 'portier', ports: resolved.loaded.listeners.map((l) => l.port), resolved })
       if (service.ports !== undefined) {
-        problems.add(COMPOSE, `${where}.ports`, `publishes ${JSON.stringify(service.ports)}: only the load balancer publishes a port${resolved.loaded.listeners.some((l) => l.private) ? `; ${resolved.service.name}'s admin listener must never be published` : ''}`)
+        const privates = resolved.loaded.listeners.filter((l) => l.private).map((l) => `${resolved.service.name}'s ${l.name} listener must never be published`)
+        problems.add(COMPOSE, `${where}.ports`, `publishes ${JSON.stringify(service.ports)}: only the load balancer publishes a port${privates.map((p) => `; ${p}`).join('')}`)
       }
       if (test[0] === 'CMD') {
         const url = healthcheckUrl(COMPOSE, `${where}.healthcheck.test`, test.slice(1), problems)
@@ -138,6 +141,10 @@ export function checkCompose (tree: DeployTree, facts: CodeFacts, problems: Prob
 
   const checkedUpstreams = new Set<string>()
   const gateways = [...endpoints].filter(([, e]) => e.resolved?.service.name === 'gateway').map(([name]) => name)
+  const consoles = [...endpoints].filter(([, e]) => e.resolved?.service.name === 'console').map(([name]) => name)
+  for (const service of facts.services) {
+    if (![...endpoints.values()].some((e) => e.resolved?.service.name === service.name)) problems.add(COMPOSE, 'services', `none runs ${service.name} (node ${distPathOf(service.source)}): the stack would lack it`)
+  }
   if (gateways.length < 2) problems.add(COMPOSE, 'services', `${gateways.length} gateway service(s): run at least two replicas behind the load balancer`)
 
   for (const [name, endpoint] of endpoints) {
@@ -169,10 +176,11 @@ export function checkCompose (tree: DeployTree, facts: CodeFacts, problems: Prob
       if (!named) problems.add(COMPOSE, `${where}.volumes`, `IDENTITY_DATABASE_PATH is in ${dir}: mount a named volume (declared under "volumes") there, or the database dies with the container`)
     }
     if (resolved.loaded.upstreamsFile !== undefined) checkUpstreamsMount(tree, where, service, resolved.loaded.upstreamsFile, resolveAddress, checkedUpstreams, problems)
-    // Client IPs survive the hops only if each hop trusts the ones before it.
-    const trustVariable = resolved.service.name === 'gateway' ? 'GATEWAY_TRUST_PROXY' : resolved.service.name === 'identity' ? 'IDENTITY_TRUST_PROXY' : null
-    if (trustVariable !== null) {
-      const hops = resolved.service.name === 'gateway' ? haproxies : [...haproxies, ...gateways]
+    // Client IPs survive the hops only if each hop trusts the ones before it: the console
+    // is reached through HAProxy and a gateway, and calls identity on the browser's behalf.
+    const trustVariable = TRUST_VARIABLES[resolved.service.name]
+    if (trustVariable !== undefined) {
+      const hops = resolved.service.name === 'gateway' ? haproxies : resolved.service.name === 'console' ? [...haproxies, ...gateways] : [...haproxies, ...gateways, ...consoles]
       const trusted = (resolved.env.get(trustVariable)?.literal ?? '').split(',').map((s) => s.trim())
       for (const hop of hops) {
         const ip = ipOf(hop)

@@ -1,7 +1,7 @@
 import { posix } from 'node:path'
 import { checkPortierContainer, checkServes, describeListeners, listenerOnPort, type EnvSetting, type ResolvedContainer } from './check-containers.js'
 import { checkUpstreamsFile } from './check-compose.js'
-import { REDIS_DEFAULT_PORT, URL_REFERENCES, type CodeFacts, type Listener } from './code-facts.js'
+import { distPathOf, REDIS_DEFAULT_PORT, URL_REFERENCES, type CodeFacts, type Listener } from './code-facts.js'
 import { claim, type DeployTree } from './deploy-files.js'
 import { hostPort } from './net.js'
 import { SECRET_NAME, asArray, type Node, type Problems } from './problems.js'
@@ -155,6 +155,10 @@ export function checkKubernetes (tree: DeployTree, facts: CodeFacts, problems: P
 
   for (const [name, keys] of secrets) {
     for (const key of keys) if (!usedKeys.has(`${name}/${key}`)) problems.add(KUSTOMIZATION, `secretGenerator ${name}`, `${key} is in its .example but no container reads it`)
+  }
+
+  for (const service of facts.services) {
+    if (!containers.some((c) => c.resolved?.service.name === service.name)) problems.add(KUSTOMIZATION, 'resources', `no workload runs ${service.name} (node ${distPathOf(service.source)}): the base would lack it`)
   }
 
   // Services: each selects one workload, and each port leads to a port something listens on.
@@ -358,7 +362,7 @@ function checkSingleWriter (container: Container, databasePath: string, resource
   if (mount === undefined || !claims.includes(mount.name)) problems.add(file, id, `IDENTITY_DATABASE_PATH is in ${posix.dirname(databasePath)}: mount a volumeClaimTemplates volume there`)
 }
 
-/** A private listener: some NetworkPolicy selects the pod, and whatever admits that port admits only its clients. */
+/** A private listener: some NetworkPolicy selects the pod, whatever admits that port admits only its clients, and admits each of them. */
 function checkPrivateListener (container: Container, listener: Listener, clients: Set<Resource>, resources: Resource[], problems: Problems): void {
   const { file, obj, id } = container.workload
   const labels = obj.spec?.template?.metadata?.labels
@@ -370,10 +374,20 @@ function checkPrivateListener (container: Container, listener: Listener, clients
     return
   }
   const allowed = [...clients].map((c) => c.obj.spec?.template?.metadata?.labels)
+  const admitsPort = (rule: Node): boolean => {
+    const ports = asArray(rule.ports)
+    return ports.length === 0 || ports.some((p) => names.includes(String(p.port)))
+  }
+  // A client the policies leave out would be refused by the network: its URL leads nowhere.
+  for (const client of clients) {
+    const labels = client.obj.spec?.template?.metadata?.labels
+    const admitted = policies.some((policy) => asArray(policy.obj.spec?.ingress).some((rule) => admitsPort(rule) && (asArray(rule.from).length === 0 ||
+      asArray(rule.from).some((peer) => peer.podSelector !== undefined && peer.namespaceSelector === undefined && peer.ipBlock === undefined && selects(peer.podSelector.matchLabels, labels)))))
+    if (!admitted) problems.add(policies[0]?.file ?? file, policies.map((p) => p.id).join(', '), `does not admit ${client.id} to ${id}'s ${listener.name} listener (${listener.port}), which it calls`)
+  }
   for (const policy of policies) {
     for (const [i, rule] of asArray(policy.obj.spec?.ingress).entries()) {
-      const ports = asArray(rule.ports)
-      if (ports.length > 0 && !ports.some((p) => names.includes(String(p.port)))) continue
+      if (!admitsPort(rule)) continue
       const where = `${policy.id}.spec.ingress[${i}]`
       const from = asArray(rule.from)
       if (from.length === 0) problems.add(policy.file, where, `admits everyone to ${id}'s ${listener.name} listener (${listener.port})`)

@@ -4,6 +4,8 @@ import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import type { FastifyInstance, HTTPMethods } from 'fastify'
 import type { TObject } from 'typebox'
+import { buildConsole } from '../../../console/app.js'
+import { ConsoleEnvSchema, loadConsoleConfig } from '../../../console/config.js'
 import { buildGatewayServer, buildMetricsServer } from '../../../gateway/app.js'
 import { GatewayEnvSchema, loadGatewayConfig } from '../../../gateway/config.js'
 import { buildIdentity } from '../../../identity/app.js'
@@ -37,7 +39,7 @@ export interface LoadedService {
 }
 
 export interface ServiceFacts {
-  name: 'gateway' | 'identity' | 'upstream-mock'
+  name: 'gateway' | 'identity' | 'upstream-mock' | 'console'
   /** The server's source file; its compiled path (dist/…js) is what containers run. */
   source: string
   schema: TObject
@@ -51,7 +53,7 @@ export interface ServiceFacts {
 
 /** An environment variable holding another service's URL, and what that listener must serve. */
 export interface UrlReference {
-  service: 'identity' | 'redis'
+  service: 'identity' | 'redis' | 'console'
   /** A route the caller uses there (gateway/auth/identity-client.ts): proves it is the right listener. */
   route?: { method: HTTPMethods, path: string }
 }
@@ -101,6 +103,17 @@ export const SERVICES: readonly ServiceFacts[] = Object.freeze([
     }
   },
   {
+    name: 'console',
+    source: 'console/server.ts',
+    schema: ConsoleEnvSchema,
+    readinessPath: '/healthz',
+    load: (env) => {
+      const c = loadConsoleConfig(env)
+      // Private: browsers reach it through the gateways only (GATEWAY_CONSOLE_URL), never directly.
+      return { listeners: [{ name: 'http', host: c.host, port: c.port, private: true }] }
+    }
+  },
+  {
     name: 'upstream-mock',
     source: 'upstream-mock/server.ts',
     schema: UpstreamMockEnvSchema,
@@ -115,6 +128,11 @@ export const SERVICES: readonly ServiceFacts[] = Object.freeze([
 export const URL_REFERENCES: Readonly<Record<string, UrlReference>> = Object.freeze({
   IDENTITY_PUBLIC_URL: { service: 'identity', route: { method: 'GET', path: '/.well-known/jwks.json' } },
   IDENTITY_INTERNAL_URL: { service: 'identity', route: { method: 'POST', path: '/internal/keys/verify' } },
+  // The gateways forward /console/* there (gateway/routing/route-table.ts).
+  GATEWAY_CONSOLE_URL: { service: 'console', route: { method: 'GET', path: '/console/sign-in' } },
+  // The console signs users in on identity's public listener and calls the admin API for the operator pages (console/identity-client.ts, console/operator/admin-client.ts).
+  CONSOLE_IDENTITY_PUBLIC_URL: { service: 'identity', route: { method: 'POST', path: '/sessions' } },
+  CONSOLE_IDENTITY_ADMIN_URL: { service: 'identity', route: { method: 'GET', path: '/admin/users' } },
   REDIS_URL: { service: 'redis' }
 })
 
@@ -167,10 +185,12 @@ export async function loadCodeFacts (): Promise<CodeFacts> {
   }), { logStream: discard() })
   const gatewayMetrics = await buildMetricsServer({ logLevel: 'silent' }, gateway.portierGateway, { logStream: discard() })
   const mock = await buildUpstreamMock({ logLevel: 'silent', logStream: discard() })
+  const consoleApp = await buildConsole(loadConsoleConfig({ CONSOLE_COOKIE_SECRET: SAMPLE_TOKEN, LOG_LEVEL: 'silent' }), { logStream: discard() })
   const apps: Record<string, Record<string, FastifyInstance>> = {
     gateway: { http: gateway as unknown as FastifyInstance, metrics: gatewayMetrics as unknown as FastifyInstance },
     identity: { public: identity.publicApp, admin: identity.adminApp },
-    'upstream-mock': { http: mock }
+    'upstream-mock': { http: mock },
+    console: { http: consoleApp }
   }
 
   const lock = read('package-lock.json')
@@ -190,7 +210,7 @@ export async function loadCodeFacts (): Promise<CodeFacts> {
     scripts: pkg.scripts as Record<string, string>,
     sourceExists: (path) => existsSync(join(REPO_ROOT, path)),
     close: async () => {
-      await Promise.all([identity.close(), gateway.close(), gatewayMetrics.close(), mock.close()])
+      await Promise.all([identity.close(), gateway.close(), gatewayMetrics.close(), mock.close(), consoleApp.close()])
       rmSync(dir, { recursive: true, force: true })
     }
   }
