@@ -108,7 +108,7 @@ function header (input: BannerInput): string[] {
   const { urls } = input
   return [
     '',
-    `Portier is running: identity, gateway and upstream-mock in this process; events ${input.redis === null ? 'in process (REDIS_URL unset)' : 'through Redis'}.`,
+    `Portier is running: identity, gateway, console and upstream-mock in this process; events ${input.redis === null ? 'in process (REDIS_URL unset)' : 'through Redis'}.`,
     '',
     ...table([
       ['gateway, the one base URL', `${urls.gateway}   (API docs: ${urls.gateway}/docs)`],

@@ -115,9 +115,9 @@ function exit (err: unknown): never {
 }
 
 /**
- * `npm start`: identity, the gateway and upstream-mock in one process on their fixed
- * ports, with demo accounts created (and printed once) in a fresh database. Without
- * REDIS_URL the three share an in-process event bus; with it they use Redis, as
+ * `npm start`: identity, the gateway, the console and upstream-mock in one process on
+ * their fixed ports, with demo accounts created (and printed once) in a fresh database.
+ * Without REDIS_URL they share an in-process event bus; with it they use Redis, as
  * separate deployments do.
  */
 async function main (): Promise<void> {
