@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { formatApiKey, randomLookupId, randomSecret } from '../common/api-key-format.js'
+import { formatApiKey, lastFourOf, randomLookupId, randomSecret } from '../common/api-key-format.js'
 import { createMemoryEventBus } from '../common/event-bus.js'
 import { newId } from '../common/random.js'
 import { MAX_RATE_LIMIT, type RatePolicy } from '../common/traffic/policy.js'
@@ -64,14 +64,16 @@ export async function seedIdentity (env: Record<string, string>, options: { many
     db.transaction(() => {
       for (let i = 0; i < options.manyKeys; i++) {
         const lookupId = randomLookupId()
-        store.insert({ id: newId('key'), name: `bench-${i}`, permissions: BENCH_PERMISSIONS, expiresAt, policies: [], ownerUserId: null }, { lookupId, secretHash }, now)
-        if (i < options.trafficKeys) trafficKeys.push(formatApiKey(lookupId, secret))
+        const key = formatApiKey(lookupId, secret)
+        store.insert({ id: newId('key'), name: `bench-${i}`, permissions: BENCH_PERMISSIONS, expiresAt, policies: [], ownerUserId: null }, { lookupId, secretHash, last4: lastFourOf(key) }, now)
+        if (i < options.trafficKeys) trafficKeys.push(key)
       }
       // Each its own key record, so each its own count under a `key` partition.
       for (let i = 0; i < options.limitedTrafficKeys; i++) {
         const lookupId = randomLookupId()
-        store.insert({ id: newId('key'), name: `bench-limited-${i}`, permissions: BENCH_PERMISSIONS, expiresAt, policies: [BENCH_RATE_POLICY], ownerUserId: null }, { lookupId, secretHash }, now)
-        limitedTrafficKeys.push(formatApiKey(lookupId, secret))
+        const key = formatApiKey(lookupId, secret)
+        store.insert({ id: newId('key'), name: `bench-limited-${i}`, permissions: BENCH_PERMISSIONS, expiresAt, policies: [BENCH_RATE_POLICY], ownerUserId: null }, { lookupId, secretHash, last4: lastFourOf(key) }, now)
+        limitedTrafficKeys.push(key)
       }
     })()
     return { user, apiKey: created.secret, trafficKeys, limitedApiKey: limited.secret, limitedTrafficKeys }

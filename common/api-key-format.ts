@@ -51,6 +51,14 @@ export function formatApiKey (lookupId: string, secret: string): string {
   return `${body}${checksumOf(body)}`
 }
 
+/**
+ * The last 4 characters of a key's text, which identity keeps to show with its prefix
+ * (they are checksum characters: nothing about the secret a guesser could use).
+ */
+export function lastFourOf (key: string): string {
+  return key.slice(-4)
+}
+
 /** A random lookup id, in the key's alphabet and length. */
 export function randomLookupId (): string {
   return randomBase62(LOOKUP_ID_LENGTH)

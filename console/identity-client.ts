@@ -14,6 +14,8 @@ export interface OwnKey {
   id: string
   name: string
   key_prefix: string
+  /** The last 4 characters of the key's text; null for a key made before identity kept them. */
+  key_last4: string | null
   permissions: string[]
   status: 'active' | 'disabled' | 'revoked' | 'expired'
   expires_at: string | null

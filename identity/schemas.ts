@@ -13,6 +13,8 @@ const closed = { additionalProperties: false } as const
 export const Timestamp = Type.String({ format: 'date-time' })
 export const NullableTimestamp = Type.Union([Timestamp, Type.Null()])
 const NullableString = Type.Union([Type.String(), Type.Null()])
+/** The last 4 characters of a key's text, shown with its prefix to tell keys apart; null for secrets made before they were kept. */
+const KeyLast4 = Type.Union([Type.String({ minLength: 4, maxLength: 4 }), Type.Null()])
 
 /** OWASP ASVS 2.1: at least 8 characters, at least 64 allowed, no composition rules. */
 export const Password = Type.String({ minLength: 8, maxLength: 128 })
@@ -94,6 +96,7 @@ export const SessionView = Type.Object({
 
 const KeySecretView = Type.Object({
   key_prefix: Type.String(),
+  key_last4: KeyLast4,
   state: Type.Union([Type.Literal('current'), Type.Literal('grace'), Type.Literal('retired')]),
   created_at: Timestamp,
   retired_at: NullableTimestamp,
@@ -111,6 +114,7 @@ export const ApiKeyView = Type.Object({
   /** Where it was made: the admin API, the CLI, its owner through /me/keys, or the demo's seeding. */
   origin: Type.Enum(KEY_ORIGINS),
   key_prefix: Type.String(),
+  key_last4: KeyLast4,
   permissions: Type.Array(Type.String()),
   /** The key's own traffic policies; its owner's roles' apply too. */
   policies: TrafficPolicies,
@@ -129,6 +133,7 @@ export const ApiKeyView = Type.Object({
   /** During a rotation's grace period: how the old secret is still being used. */
   rotation: Type.Union([Type.Object({
     old_key_prefix: Type.String(),
+    old_key_last4: KeyLast4,
     grace_until: Timestamp,
     old_secret_use_count: Type.Integer(),
     old_secret_last_used_at: NullableTimestamp

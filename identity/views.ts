@@ -69,6 +69,7 @@ export function apiKeyView (key: ApiKeyRecord, secrets: ApiKeySecretRecord[], no
     name: key.name,
     origin: key.origin,
     key_prefix: current !== undefined ? keyPrefix(current.lookupId) : '',
+    key_last4: current?.last4 ?? null,
     permissions: key.permissions,
     policies: key.policies,
     owner_user_id: key.ownerUserId,
@@ -87,12 +88,14 @@ export function apiKeyView (key: ApiKeyRecord, secrets: ApiKeySecretRecord[], no
       ? null
       : {
           old_key_prefix: keyPrefix(inGrace.lookupId),
+          old_key_last4: inGrace.last4,
           grace_until: iso(inGrace.graceUntil as number),
           old_secret_use_count: inGrace.useCount,
           old_secret_last_used_at: isoOrNull(inGrace.lastUsedAt)
         },
     secrets: secrets.map((s) => ({
       key_prefix: keyPrefix(s.lookupId),
+      key_last4: s.last4,
       state: secretState(s, now),
       created_at: iso(s.createdAt),
       retired_at: isoOrNull(s.retiredAt),

@@ -1,6 +1,6 @@
 import { html } from '../html.js'
 import type { KeyUsage, OwnKey, UsageRange } from '../identity-client.js'
-import { keyStatus, lastUse, STATUS_LABELS } from './keys.js'
+import { keyHint, keyStatus, lastUse, STATUS_LABELS } from './keys.js'
 import { alert, BASE, page, type NavUser } from './layout.js'
 import { timeCell } from './time.js'
 import { usageChart, usageTable } from './usage-chart.js'
@@ -53,7 +53,7 @@ export function keyDetailPage (options: KeyDetailOptions): string {
 ${alert(options.error)}
 <dl class="facts" id="key-facts">
 <dt>Name</dt><dd>${key.name}</dd>
-<dt>Prefix</dt><dd><code>${key.key_prefix}</code></dd>
+<dt>Prefix</dt><dd>${keyHint(key)}</dd>
 <dt>Permissions</dt><dd>${key.permissions.map((p, i) => html`${i > 0 ? ', ' : ''}<code>${p}</code>`)}</dd>
 <dt>Created</dt><dd>${timeCell(key.created_at, now)}</dd>
 <dt>Expires</dt><dd>${timeCell(key.expires_at, now)}</dd>

@@ -30,6 +30,14 @@ export function permissionsSummary (permissions: string[]): Html {
   return html`${permissions.slice(0, 3).join(', ')} <span class="more">and ${permissions.length - 3} more</span>`
 }
 
+/**
+ * How people recognise a key (as Stripe and GitHub show theirs): its prefix and the last
+ * 4 characters of its text; just the prefix for a key made before those were kept.
+ */
+export function keyHint (key: Pick<OwnKey, 'key_prefix' | 'key_last4'>): Html {
+  return html`<code>${key.key_prefix}${key.key_last4 === null ? '' : `…${key.key_last4}`}</code>`
+}
+
 /** When a key was last used, on which route and from where. */
 export function lastUse (key: OwnKey, now: number): Html {
   if (key.last_used_at === null) return html`never`
@@ -56,7 +64,7 @@ function row (key: OwnKey, now: number, recent: RecentUsage | undefined): Html {
   const status = keyStatus(key, now)
   return html`<tr>
 <th scope="row"><a href="${BASE}/keys/${encodeURIComponent(key.id)}">${key.name}</a></th>
-<td><code>${key.key_prefix}</code></td>
+<td>${keyHint(key)}</td>
 <td>${permissionsSummary(key.permissions)}</td>
 <td>${timeCell(key.created_at, now)}</td>
 <td>${timeCell(key.expires_at, now)}</td>

@@ -1,4 +1,4 @@
-import { generateApiKey, parseApiKey } from '../../common/api-key-format.js'
+import { generateApiKey, lastFourOf, parseApiKey } from '../../common/api-key-format.js'
 import { newId } from '../../common/random.js'
 import type { EventBus } from '../../common/event-bus.js'
 import type { AuthEvent } from '../../common/events.js'
@@ -6,7 +6,7 @@ import type { KeyInvalidReason } from '../../common/internal-api.js'
 import { intersectPermissions, normalizePermissions } from '../../common/permissions.js'
 import type { GrantedPolicy, TrafficPolicy } from '../../common/traffic/policy.js'
 import type { Db } from '../store/db.js'
-import type { ApiKeysStore, ApiKeyRecord, ApiKeySecretRecord, KeyOrigin, KeyUseReport } from '../store/api-keys-store.js'
+import type { ApiKeysStore, ApiKeyRecord, ApiKeySecretRecord, KeyOrigin, KeyUseReport, NewSecret } from '../store/api-keys-store.js'
 import type { UsersStore } from '../store/users-store.js'
 import { CommonProblems } from '../../common/problem.js'
 import { IdentityProblems } from '../errors.js'
@@ -98,6 +98,12 @@ const refused = (reason: KeyInvalidReason, result: KeyVerificationResult = reaso
 export function createApiKeys (options: ApiKeysOptions) {
   const { db, store, users, secrets, metrics, events, clock } = options
   const legacyBudget = createAttemptBudget({ limit: LEGACY_WRONG_SECRETS_PER_WINDOW, windowMs: LEGACY_WRONG_SECRET_WINDOW_MS, clock })
+
+  /** A new key text (shown once) and what is stored of it: its lookup id, a hash, and its last 4 characters to tell it by. */
+  function newSecret (): { key: string, stored: NewSecret } {
+    const generated = generateApiKey()
+    return { key: generated.key, stored: { lookupId: generated.lookupId, secretHash: secrets.hash(generated.secret), last4: lastFourOf(generated.key) } }
+  }
 
   function get (id: string): ApiKeyRecord {
     const key = store.byId(id)
@@ -237,13 +243,12 @@ export function createApiKeys (options: ApiKeysOptions) {
       requireOwnNamespace(input.name, origin, ownerUserId)
       if (store.byName(input.name) !== null) throw IdentityProblems.keyNameTaken([input.name])
       const { expiresAt, warnings } = checkedExpiry(input.expiresAt)
-      const generated = generateApiKey()
-      const secretHash = secrets.hash(generated.secret)
+      const generated = newSecret()
       const id = newId('key')
       try {
         db.transaction(() => {
           store.insert({ id, name: input.name, origin, permissions: normalizePermissions(input.permissions), policies, ownerUserId, expiresAt },
-            { lookupId: generated.lookupId, secretHash }, clock.now())
+            generated.stored, clock.now())
         })()
       } catch (err) {
         // Two creations with one name raced past the check above: the unique index decides.
@@ -286,10 +291,9 @@ export function createApiKeys (options: ApiKeysOptions) {
      */
     async rotate (id: string, graceSeconds: number = options.defaultRotationGraceSeconds): Promise<CreatedKey> {
       mutable(id)
-      const generated = generateApiKey()
-      const secretHash = secrets.hash(generated.secret)
+      const generated = newSecret()
       const now = clock.now()
-      db.transaction(() => { store.rotate(id, { lookupId: generated.lookupId, secretHash }, now + graceSeconds * 1000, now) })()
+      db.transaction(() => { store.rotate(id, generated.stored, now + graceSeconds * 1000, now) })()
       await announce('key.rotated', id)
       return { key: get(id), secret: generated.key, warnings: [] }
     },

@@ -32,6 +32,8 @@ export interface ApiKeySecretRecord {
   lookupId: string
   keyId: string
   secretHash: string
+  /** The last 4 characters of the full key text, shown to tell keys apart; null for secrets made before they were kept. */
+  last4: string | null
   createdAt: number
   retiredAt: number | null
   graceUntil: number | null
@@ -39,6 +41,13 @@ export interface ApiKeySecretRecord {
   lastUsedRoute: string | null
   lastUsedIp: string | null
   useCount: number
+}
+
+/** What a new secret is stored as: never the secret itself. */
+export interface NewSecret {
+  lookupId: string
+  secretHash: string
+  last4: string
 }
 
 /** Uses of one secret the gateways counted: how many, and the last one. */
@@ -83,6 +92,7 @@ interface SecretRow {
   lookup_id: string
   key_id: string
   secret_hash: string
+  last4: string | null
   created_at: number
   retired_at: number | null
   grace_until: number | null
@@ -118,6 +128,7 @@ function toSecret (row: SecretRow | undefined): ApiKeySecretRecord | null {
     lookupId: row.lookup_id,
     keyId: row.key_id,
     secretHash: row.secret_hash,
+    last4: row.last4,
     createdAt: row.created_at,
     retiredAt: row.retired_at,
     graceUntil: row.grace_until,
@@ -134,8 +145,8 @@ export function createApiKeysStore (db: Db) {
   const statements = {
     insertKey: db.prepare(`INSERT INTO api_keys (id, name, origin, permissions, traffic_policies, owner_user_id, expires_at, created_at, updated_at)
       VALUES (@id, @name, @origin, @permissions, @policies, @ownerUserId, @expiresAt, @now, @now)`),
-    insertSecret: db.prepare(`INSERT INTO api_key_secrets (lookup_id, key_id, secret_hash, created_at)
-      VALUES (@lookupId, @keyId, @secretHash, @now)`),
+    insertSecret: db.prepare(`INSERT INTO api_key_secrets (lookup_id, key_id, secret_hash, last4, created_at)
+      VALUES (@lookupId, @keyId, @secretHash, @last4, @now)`),
     byId: db.prepare('SELECT * FROM api_keys WHERE id = ?'),
     byName: db.prepare('SELECT * FROM api_keys WHERE name = ?'),
     secretsOf: db.prepare('SELECT * FROM api_key_secrets WHERE key_id = ? ORDER BY created_at DESC'),
@@ -168,7 +179,7 @@ export function createApiKeysStore (db: Db) {
 
   return {
     /** A key without an origin is the admin API's (the column's default). */
-    insert (key: KeyFields & { id: string, name: string, origin?: KeyOrigin, ownerUserId: string | null }, secret: { lookupId: string, secretHash: string }, now: number): void {
+    insert (key: KeyFields & { id: string, name: string, origin?: KeyOrigin, ownerUserId: string | null }, secret: NewSecret, now: number): void {
       statements.insertKey.run({ ...key, origin: key.origin ?? 'admin', permissions: JSON.stringify(key.permissions), policies: JSON.stringify(key.policies), now })
       statements.insertSecret.run({ ...secret, keyId: key.id, now })
     },
@@ -194,7 +205,7 @@ export function createApiKeysStore (db: Db) {
     setDisabled: (id: string, disabledAt: number | null, now: number) => { statements.setDisabled.run(disabledAt, now, id) },
     setRevoked: (id: string, now: number) => statements.setRevoked.run(now, now, id).changes > 0,
     /** Retires the current secret (it keeps working until graceUntil) and adds the new one. */
-    rotate (keyId: string, secret: { lookupId: string, secretHash: string }, graceUntil: number, now: number): void {
+    rotate (keyId: string, secret: NewSecret, graceUntil: number, now: number): void {
       statements.retireCurrent.run({ keyId, graceUntil, now })
       statements.insertSecret.run({ ...secret, keyId, now })
     },

@@ -217,6 +217,18 @@ const MIGRATIONS: ReadonlyArray<{ version: number, name: string, sql: string }> 
       -- The longest lifetime a holder of the role may give a self-service key; null: the default.
       ALTER TABLE roles ADD COLUMN key_max_lifetime_days INTEGER;
     `
+  },
+  {
+    version: 6,
+    name: 'last 4 characters of each key secret',
+    // People tell their keys apart by the prefix and the last 4 characters (as Stripe and
+    // GitHub show them), but only the lookup id and a hash were kept, so the end of a key
+    // could not be shown. 4 characters of a 256-bit secret are not a secret: they narrow
+    // nothing a guesser could use, which is why those services show them too.
+    // Nullable: secrets made before this migration have none to show.
+    sql: `
+      ALTER TABLE api_key_secrets ADD COLUMN last4 TEXT;
+    `
   }
 ]
 

@@ -176,6 +176,7 @@ t.test('creating a key: the secret once, the key works, forged permissions refus
   t.equal(keys.status, 200)
   t.match(keys.text, /<th scope="row"><a href="\/console\/keys\/[^"]+">reporting<\/a><\/th>/, 'the key is listed, its name a link to its page')
   t.notOk(keys.text.includes(secret as string), 'and its secret is never shown again')
+  t.ok(keys.text.includes(`<td><code>${(secret as string).slice(0, 16)}…${(secret as string).slice(-4)}</code></td>`), 'but its prefix and last 4 characters are, to tell it by')
   t.match(keys.text, /status-active/, 'active')
 
   const another = await browser.get('/console/keys/new')

@@ -72,7 +72,7 @@ t.test('My keys: each live key\'s last 7 days as a named sparkline', async (t) =
 
 t.test('a key whose usage identity could not give says so in its row; the others are drawn', async (t) => {
   const now = Date.parse('2024-05-10T12:00:00Z')
-  const key = (id: string): OwnKey => ({ id, name: id, key_prefix: 'pk_x', permissions: ['users:list'], status: 'active', rotation: null, expires_at: null, created_at: '2024-05-01T00:00:00Z', last_used_at: null, last_used_route: null, last_used_ip: null })
+  const key = (id: string): OwnKey => ({ id, name: id, key_prefix: 'pk_x', key_last4: null, permissions: ['users:list'], status: 'active', rotation: null, expires_at: null, created_at: '2024-05-01T00:00:00Z', last_used_at: null, last_used_route: null, last_used_ip: null })
   const zero = { allowed: 0, forbidden: 0, rate_limited: 0, quota_exhausted: 0, upstream_error: 0, total: 0 }
   const usage: KeyUsage = {
     step: 'day',

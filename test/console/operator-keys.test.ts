@@ -35,7 +35,7 @@ t.test('the rules on their own', async (t) => {
 
   const owner = (id: string, status: KeyOwner['status'], permissions: string[]): KeyOwner => ({ id, email: `${id}@example.com`, status, permissions })
   const owners = new Map([['usr_a', owner('usr_a', 'active', ['users:list'])], ['usr_d', owner('usr_d', 'disabled', ['users:list'])]])
-  const unused = { origin: 'admin', key_prefix: 'pk_x', expires_at: null, created_at: '', last_used_at: null, last_used_route: null, last_used_ip: null, rotation: null, disabled_at: null, revoked_at: null }
+  const unused = { origin: 'admin', key_prefix: 'pk_x', key_last4: null, expires_at: null, created_at: '', last_used_at: null, last_used_route: null, last_used_ip: null, rotation: null, disabled_at: null, revoked_at: null }
   const key = (name: string, ownerId: string | null, status: AdminKey['status'] = 'active', permissions = ['users:list']): AdminKey =>
     ({ ...unused, id: `key_${name}`, name, owner_user_id: ownerId, status, permissions })
   const keys = [key('a1', 'usr_a'), key('a2', 'usr_a', 'revoked'), key('a3', 'usr_a', 'active', ['users:read']), key('d1', 'usr_d'), key('d2', 'usr_d', 'disabled'),

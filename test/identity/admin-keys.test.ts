@@ -48,6 +48,7 @@ t.test('happy: create shows the full key once, in the documented format', async 
       name: 'billing sync',
       origin: 'admin',
       key_prefix: key.slice(0, 16),
+      key_last4: key.slice(-4),
       permissions: ['tasks:*', 'users:list', 'users:read'],
       policies: [],
       owner_user_id: null,
@@ -63,6 +64,7 @@ t.test('happy: create shows the full key once, in the documented format', async 
       rotation: null,
       secrets: [{
         key_prefix: key.slice(0, 16),
+        key_last4: key.slice(-4),
         state: 'current',
         created_at: iso(START),
         retired_at: null,
@@ -114,6 +116,35 @@ t.test('security: list and show never include the full key, its secret or any ha
   }
   const verified = await postVerifyKey(s, first.key)
   assertNoSecrets(t, verified, keys, 'verify')
+})
+
+t.test('happy: a key is told apart by its prefix and last 4 characters, which follow a rotation', async (t) => {
+  const s = await setup(t)
+  const created = await s.create({ name: 'told apart', permissions: ['users:list'], expires_at: iso(START + DAY_MS) })
+  t.equal(created.answer.body.api_key.key_last4, created.key.slice(-4), 'create: the last 4 characters of the key text')
+  const listed = await s.admin('GET', '/admin/keys')
+  assertJson(t, listed, 200)
+  t.match(listed.body.api_keys, [{ id: created.id, key_last4: created.key.slice(-4) }], 'the list shows them')
+
+  s.clock.advance(HOUR_MS) // secrets are listed newest first
+  const rotated = await s.admin('POST', `/admin/keys/${created.id}/rotate`)
+  assertJson(t, rotated, 200)
+  const newKey = rotated.body.key as string
+  t.not(newKey.slice(-4), created.key.slice(-4), 'a new secret ends otherwise (or the checks below prove nothing)')
+  t.match(rotated.body.api_key, {
+    key_last4: newKey.slice(-4),
+    rotation: { old_key_last4: created.key.slice(-4) },
+    secrets: [{ key_last4: newKey.slice(-4), state: 'current' }, { key_last4: created.key.slice(-4), state: 'grace' }]
+  }, 'rotation: the new secret\'s, and the old one\'s while it still works')
+
+  const stored = s.identity.db.prepare('SELECT last4 FROM api_key_secrets').pluck().all() as string[]
+  t.same(stored.map((last4) => last4.length), [4, 4], 'never more than 4 characters are kept')
+
+  // A secret made before the column existed has none: the view says so rather than guess.
+  s.identity.db.prepare('UPDATE api_key_secrets SET last4 = NULL').run()
+  const older = await s.admin('GET', `/admin/keys/${created.id}`)
+  assertJson(t, older, 200)
+  t.match(older.body.api_key, { key_prefix: newKey.slice(0, 16), key_last4: null, rotation: { old_key_last4: null }, secrets: [{ key_last4: null }, { key_last4: null }] })
 })
 
 t.test('error: names are unique', async (t) => {

@@ -30,7 +30,8 @@ t.test('happy: create shows the full key once; the key is the owner\'s, self-ser
       permissions: ['tasks:read', 'users:list'],
       status: 'active',
       expires_at: expiresAt,
-      key_prefix: key.slice(0, 16)
+      key_prefix: key.slice(0, 16),
+      key_last4: key.slice(-4)
     },
     warnings: []
   })

@@ -3,7 +3,7 @@ import { KEY_FILTER_STATUSES, KEYS_PATH, keyFilterQuery, hasKeyFilters, type Key
 import { shortKeyName, type AdminKey, type KeyOwner } from '../../operator/key-hygiene.js'
 import type { OwnersLookup } from '../../operator/key-lookups.js'
 import { noticeBlock, type OperatorNotice } from '../../operator/notice.js'
-import { keyStatus, lastUse, permissionsSummary, STATUS_LABELS } from '../keys.js'
+import { keyHint, keyStatus, lastUse, permissionsSummary, STATUS_LABELS } from '../keys.js'
 import { page, type NavUser } from '../layout.js'
 import { timeCell } from '../time.js'
 
@@ -105,7 +105,7 @@ function row (key: AdminKey, options: AllKeysPageOptions, filters: string): Html
   return html`<tr>
 <th scope="row">${shortKeyName(key)}</th>
 <td>${ownerCell(key, options.owners)}</td>
-<td><code>${key.key_prefix}</code></td>
+<td>${keyHint(key)}</td>
 <td>${permissionsSummary(key.permissions)}</td>
 <td>${timeCell(key.created_at, now)}</td>
 <td>${timeCell(key.expires_at, now)}</td>
