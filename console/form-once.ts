@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { FastifyRequest } from 'fastify'
 
 /**
- * One-time form tokens, for a form whose post must not act twice (creating a key): each
+ * One-time form tokens, for a form whose post must not act twice (creating or rotating a key): each
  * form shown carries a random token that the encrypted session cookie lists as
  * outstanding, and a post is accepted only with an outstanding token, which it takes
  * off the list. A resend after the back button carries a cookie without it.
@@ -17,11 +17,13 @@ declare module '@fastify/secure-session' {
   interface SessionData {
     /** The create-key forms shown and not yet sent. */
     keyFormTokens: string[]
+    /** The rotate forms shown and not yet sent: a rotation sent twice would replace the secret just shown. */
+    rotateFormTokens: string[]
   }
 }
 
 /** The session fields that hold a form's outstanding tokens. */
-export type OneTimeFormField = 'keyFormTokens'
+export type OneTimeFormField = 'keyFormTokens' | 'rotateFormTokens'
 
 /** The form field that carries the token. */
 export const FORM_TOKEN_FIELD = 'form_token'

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { IdentityClient, OwnKey, Problem } from './identity-client.js'
+import { FORM_TOKEN_FIELD, oneTimeForm } from './form-once.js'
 import { formText, type Guard } from './forms.js'
 import { DEFAULT_GRACE_SECONDS, GRACE_CHOICES, keyDetailPage, USAGE_RANGES, usageWindow, type UsageRangeName } from './pages/key-detail.js'
 import { keysPage } from './pages/keys.js'
@@ -19,6 +20,7 @@ const rangeOf = (value: string | undefined): UsageRangeName => value !== undefin
 /** A key's detail page (facts, usage, rotate, revoke); another user's key or an unknown id is a 404, as identity says. */
 export function keyDetailRoutes (app: FastifyInstance, deps: { identity: IdentityClient, now: () => number, guard: Guard }): void {
   const { identity, now, guard } = deps
+  const rotateForm = oneTimeForm('rotateFormTokens')
 
   const userOf = async (request: FastifyRequest, reply: FastifyReply): Promise<User | null> => await pageUser(request, reply, identity, now())
 
@@ -38,6 +40,7 @@ export function keyDetailRoutes (app: FastifyInstance, deps: { identity: Identit
       usage: usage.ok ? usage.body : null,
       error: error?.text ?? null,
       errorOf: error?.of ?? null,
+      rotateToken: rotateForm.issue(request),
       now: at
     }))
   }
@@ -58,6 +61,10 @@ export function keyDetailRoutes (app: FastifyInstance, deps: { identity: Identit
     const grace = Number(formText(request.body, 'grace_seconds') || DEFAULT_GRACE_SECONDS)
     if (!GRACE_CHOICES.some((choice) => choice.seconds === grace)) {
       return await showKey(request, reply, user, answer.body.api_key, '24h', { text: 'Choose how long the old secret keeps working.', of: 'rotate' }, 400)
+    }
+    // Spent only once the form is readable, as the create form's is: a refused form can be corrected and sent.
+    if (!rotateForm.spend(request, formText(request.body, FORM_TOKEN_FIELD))) {
+      return await showKey(request, reply, user, answer.body.api_key, '24h', { text: 'This form was already sent: the key was rotated once. Its new secret was shown then.', of: 'rotate' }, 409)
     }
     const rotated = await identity.rotateKey(user.access, answer.body.api_key.id, grace, clientFacts(request))
     if (!rotated.ok) {

@@ -1,4 +1,5 @@
 import { html } from '../html.js'
+import { FORM_TOKEN_FIELD } from '../form-once.js'
 import type { KeyUsage, OwnKey, UsageRange } from '../identity-client.js'
 import { keyHint, keyStatus, lastUse, STATUS_LABELS } from './keys.js'
 import { alert, BASE, page, type NavUser } from './layout.js'
@@ -37,6 +38,8 @@ export interface KeyDetailOptions {
   error: string | null
   /** Which form the error is about: its field points at the alert. */
   errorOf: 'rotate' | 'revoke' | null
+  /** The rotate form's one-time token. */
+  rotateToken: string
   now: number
 }
 
@@ -72,6 +75,7 @@ ${live
 <h2 id="rotate-title">Rotate</h2>
 <form method="post" action="${path}/rotate" class="stack">
 <input type="hidden" name="_csrf" value="${options.user.csrf}">
+<input type="hidden" name="${FORM_TOKEN_FIELD}" value="${options.rotateToken}">
 <fieldset${options.errorOf === 'rotate' ? html` aria-describedby="form-error"` : ''}>
 <legend>A new secret; the old one keeps working</legend>
 ${GRACE_CHOICES.map((choice) => html`<p class="choice"><input type="radio" id="grace-${choice.seconds}" name="grace_seconds" value="${choice.seconds}"${choice.seconds === DEFAULT_GRACE_SECONDS ? html` checked` : ''}>

@@ -110,12 +110,13 @@ t.test('rotating: grace 0 refuses the old secret at once, 1 hour keeps both', as
   t.match(page.text, /<input type="radio" id="grace-3600" name="grace_seconds" value="3600" checked>/, '1 hour is chosen')
   for (const seconds of [0, 86400, 604800]) t.match(page.text, new RegExp(`id="grace-${seconds}"`), `grace ${seconds} offered`)
 
-  const odd = await browser.post(`/console/keys/${key.id}/rotate`, { _csrf: csrfOf(page), grace_seconds: '5' })
+  const odd = await browser.post(`/console/keys/${key.id}/rotate`, { _csrf: csrfOf(page), form_token: formTokenOf(page), grace_seconds: '5' })
   t.equal(odd.status, 400, 'a grace not offered is refused')
   t.match(odd.text, /role="alert"/, 'in an alert')
   t.equal(await status(gateway, key.secret), 200, 'and the key is as it was')
 
-  const now = await browser.post(`/console/keys/${key.id}/rotate`, { _csrf: csrfOf(odd), grace_seconds: '0' })
+  const nowForm = { _csrf: csrfOf(odd), form_token: formTokenOf(odd), grace_seconds: '0' }
+  const now = await browser.post(`/console/keys/${key.id}/rotate`, nowForm)
   t.equal(now.status, 200, 'rotated')
   checkPage(t, now, 'the new secret')
   t.match(now.text, /<dialog id="secret-dialog" open/, 'in the create flow\'s dialog')
@@ -126,8 +127,14 @@ t.test('rotating: grace 0 refuses the old secret at once, 1 hour keeps both', as
   t.ok(refused !== null, 'grace 0: the old secret is refused at the gateway')
   t.equal(await status(gateway, second), 200, 'the new one works')
 
+  const resent = await browser.post(`/console/keys/${key.id}/rotate`, nowForm)
+  t.equal(resent.status, 409, 'the same rotate form sent again is refused')
+  t.match(resent.text, /This form was already sent: the key was rotated once/, 'said in words')
+  t.notMatch(resent.text, /id="secret"/, 'with no new secret')
+  t.equal(await status(gateway, second), 200, 'the secret shown first still works: the key was rotated once')
+
   const again = await browser.get(`/console/keys/${key.id}`)
-  const graced = await browser.post(`/console/keys/${key.id}/rotate`, { _csrf: csrfOf(again), grace_seconds: '3600' })
+  const graced = await browser.post(`/console/keys/${key.id}/rotate`, { _csrf: csrfOf(again), form_token: formTokenOf(again), grace_seconds: '3600' })
   t.equal(graced.status, 200, 'rotated with an hour of grace')
   const third = /id="secret" class="secret" readonly value="([^"]+)"/.exec(graced.text)?.[1] ?? ''
   t.equal(await status(gateway, second), 200, 'grace 1 hour: the old secret still works')
@@ -164,7 +171,7 @@ t.test('both forms refuse another site, another origin and a missing or wrong CS
   const key = await makeKey(t, browser, 'guarded')
   const page = await browser.get(`/console/keys/${key.id}`)
   const csrf = csrfOf(page)
-  for (const [action, form] of [['rotate', { grace_seconds: '0' }], ['revoke', { confirm_name: 'guarded' }]] as const) {
+  for (const [action, form] of [['rotate', { grace_seconds: '0', form_token: formTokenOf(page) }], ['revoke', { confirm_name: 'guarded' }]] as const) {
     const refusals: Array<[string, Record<string, string>, Record<string, string>]> = [
       ['Sec-Fetch-Site: cross-site', { ...form, _csrf: csrf }, { 'sec-fetch-site': 'cross-site' }],
       ['an Origin of another site', { ...form, _csrf: csrf }, { origin: 'https://evil.example' }],
