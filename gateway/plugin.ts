@@ -114,7 +114,7 @@ async function trafficContext (app: FastifyInstance, { runtime, options, unreadB
       websocket(forward, handOver)
     },
     refusals: createRefusals({ spellings, unreadBodies }),
-    requests: createRequestCounter(runtime.metrics.requests),
+    requests: createRequestCounter(runtime.metrics.requests, runtime.metrics.requestDuration),
     accessLog: createAccessLog(app.log),
     closing: () => runtime.closing
   })

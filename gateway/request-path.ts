@@ -123,7 +123,8 @@ export function createRequestPath (stages: RequestPathStages) {
       admission?.release?.()
       // Let through and answered 5xx: the upstream's answer, or the gateway's 502/504 when it failed.
       if (admission !== null && keyLookupId !== null && response.statusCode >= 500) stages.usage.count(keyLookupId, 'upstream_error')
-      stages.requests.count(route, request.method, response.statusCode)
+      const elapsedMs = performance.now() - startedAt
+      stages.requests.count(route, request.method, response.statusCode, elapsedMs / 1000)
       stages.accessLog({
         reqId: request.id,
         method: request.method,
@@ -132,7 +133,7 @@ export function createRequestPath (stages: RequestPathStages) {
         ...(route !== null ? { upstream: route.upstream.name } : {}),
         ...(principal !== null ? { principal: { type: principal.kind, id: principal.id } } : {}),
         status: response.statusCode,
-        responseTimeMs: Math.round((performance.now() - startedAt) * 100) / 100,
+        responseTimeMs: Math.round(elapsedMs * 100) / 100,
         remoteAddress: request.ip
       })
     })

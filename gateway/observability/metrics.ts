@@ -1,15 +1,22 @@
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client'
+import { registerBuildInfo } from '../../common/build-info.js'
 import { createHotCounter } from './hot-counter.js'
 import { createHotHistogram } from './hot-histogram.js'
+
+/** Seconds: from a cached key's millisecond answer to an upstream's slow one. */
+const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
 /**
  * Prometheus metrics (prom-client), one registry per gateway instance so that two
  * gateways in one process (tests, a host app) never share counters. Labels are
- * bounded: route patterns from config, never raw paths.
+ * bounded: route patterns from config, never raw paths. prom-client's process and
+ * Node.js metrics keep their standard names (`process_cpu_seconds_total`,
+ * `nodejs_eventloop_lag_seconds`, ...), which stock dashboards and alerts read.
  */
 export function createGatewayMetrics () {
   const registry = new Registry()
-  collectDefaultMetrics({ register: registry, prefix: 'portier_gateway_' })
+  collectDefaultMetrics({ register: registry })
+  registerBuildInfo(registry, 'gateway')
   return {
     registry,
     // Bumped on every request: counted in plain numbers, handed to prom-client when read.
@@ -17,6 +24,14 @@ export function createGatewayMetrics () {
       name: 'portier_gateway_requests_total',
       help: 'Requests answered, by matched route pattern, method and status.',
       labelNames: ['route', 'method', 'status'] as const,
+      registry
+    }),
+    // Observed on every request, beside `requests`: the gateway's whole answer, refusals included.
+    requestDuration: createHotHistogram({
+      name: 'portier_gateway_request_duration_seconds',
+      help: 'Time from the request reaching the gateway to its answer sent (or the client gone), by matched route pattern, method and status class.',
+      labelNames: ['route', 'method', 'status_class'] as const,
+      buckets: DURATION_BUCKETS,
       registry
     }),
     authOutcomes: createHotCounter({
@@ -42,7 +57,7 @@ export function createGatewayMetrics () {
       name: 'portier_gateway_upstream_duration_seconds',
       help: 'Time from sending the request upstream to its response headers, by upstream and status class.',
       labelNames: ['upstream', 'status_class'] as const,
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      buckets: DURATION_BUCKETS,
       registry
     }),
     keyUsageFlushes: new Counter({

@@ -1,7 +1,6 @@
 import type { ResolvedUpstream } from '../routing/index.js'
 import type { HistogramSeries, HotHistogram } from './hot-histogram.js'
-
-const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx']
+import { statusClassOf } from './status-class.js'
 
 /**
  * `portier_gateway_upstream_duration_seconds` by upstream and status class, each series
@@ -17,7 +16,7 @@ export function createUpstreamTimer (histogram: HotHistogram<'upstream' | 'statu
       const statusClass = Math.floor(status / 100)
       let child = byClass.get(statusClass)
       if (child === undefined) {
-        child = histogram.series({ upstream: upstream.name, status_class: STATUS_CLASSES[statusClass] ?? 'other' })
+        child = histogram.series({ upstream: upstream.name, status_class: statusClassOf(status) })
         byClass.set(statusClass, child)
       }
       child.observe(seconds)

@@ -1,4 +1,5 @@
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client'
+import { registerBuildInfo } from '../../common/build-info.js'
 import type { KeyInvalidReason } from '../../common/internal-api.js'
 import type { KeySecretScheme } from '../services/key-secret-scheme.js'
 
@@ -47,11 +48,13 @@ function labelledCounter<L extends Record<string, string>> (registry: Registry, 
  *
  * argon2 runs are what bound identity's CPU (an invalid-key flood, a login storm):
  * watch the rate of `portier_identity_argon2_operations_total` beside
- * `portier_identity_process_cpu_seconds_total`.
+ * `process_cpu_seconds_total`. prom-client's process and Node.js metrics keep their
+ * standard names, which stock dashboards and alerts read.
  */
 export function createIdentityMetrics (options: IdentityMetricsOptions = {}) {
   const registry = new Registry()
-  if (options.processMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'portier_identity_' })
+  if (options.processMetrics ?? true) collectDefaultMetrics({ register: registry })
+  registerBuildInfo(registry, 'identity')
   return {
     registry,
     argon2Operations: labelledCounter<{ operation: Argon2Operation, purpose: Argon2Purpose }>(registry,

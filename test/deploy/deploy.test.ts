@@ -1,6 +1,6 @@
 import t from 'tap'
 import {
-  checkAllClaimed, checkCompose, checkDockerfile, checkKubernetes, checkNoCommittedSecrets, checkReadme, checkShellScripts,
+  checkAllClaimed, checkCompose, checkDashboards, checkDockerfile, checkKubernetes, checkNoCommittedSecrets, checkReadme, checkShellScripts,
   loadCodeFacts, loadDeployTree, Problems, REPO_ROOT, type DeployTree
 } from './checker/index.js'
 
@@ -33,6 +33,8 @@ const CHECKS: Array<[string, (problems: Problems) => void]> = [
     (p) => { checkKubernetes(tree, facts, p) }],
   ['no committed file holds a credential; the secret files are gitignored',
     (p) => { checkNoCommittedSecrets(tree, p) }],
+  ['the Grafana dashboards: a uid, a title and panels',
+    (p) => { checkDashboards(tree, p) }],
   ['the secret-making script and deploy/README.md cover every file',
     (p) => {
       checkShellScripts(tree, p)

@@ -147,7 +147,8 @@ t.test('GATEWAY_WORKERS=2 behind one port, on a real stack', async (t) => {
     t.equal(metric(after, 'portier_gateway_workers'), 2, 'portier_gateway_workers says 2')
     t.equal(metric(after, 'portier_gateway_worker_restarts_total'), 0, 'no worker was replaced')
     t.equal((after.match(/^# TYPE portier_gateway_requests_total /gm) ?? []).length, 1, 'each series is declared once, not once per worker')
-    t.notMatch(after, /^portier_gateway_process_start_time_seconds/m, 'the workers\' start times are left out, not summed')
+    t.notMatch(after, /^process_start_time_seconds/m, 'the workers\' start times are left out, not summed')
+    t.equal(metric(after, 'portier_build_info', { service: 'gateway' }), 1, 'the build info is one worker\'s, not counted once per worker')
   })
 
   await t.test('a key revoked through the admin API is refused by every worker', async (t) => {

@@ -85,6 +85,13 @@ t.test('health, readiness and metrics', async (t) => {
     t.match(text, /^portier_gateway_key_cache_total\{tier="l1",result="hit"\} \d+$/m, 'key cache by tier: an L1 hit')
     t.match(text, /^portier_gateway_key_cache_total\{tier="l1",result="miss"\} \d+$/m, 'and the first L1 miss')
     t.match(text, /^portier_gateway_upstream_duration_seconds_bucket\{[^}]*upstream="backoffice"[^}]*\} \d+$/m, 'upstream latency histogram')
+    t.match(text, /^portier_gateway_request_duration_seconds_count\{route="\/users",method="GET",status_class="2xx"\} 2$/m, 'whole-answer durations by route pattern and status class')
+    t.match(text, /^portier_gateway_request_duration_seconds_count\{route="\/users",method="GET",status_class="4xx"\} 4$/m, 'refusals timed too, in one class')
+    t.match(text, /^portier_gateway_request_duration_seconds_bucket\{le="\+Inf",route="unmatched",method="GET",status_class="4xx"\} 1$/m, 'unmatched requests timed in one series')
+    t.match(text, /^process_cpu_seconds_total \d/m, 'process metrics under their standard names')
+    t.match(text, /^nodejs_eventloop_lag_seconds \d/m, 'and Node.js metrics')
+    t.notMatch(text, /^portier_gateway_(process|nodejs)_/m, 'never prefixed')
+    t.match(text, /^portier_build_info\{version="\d+\.\d+\.\d+[^"]*",node_version="v\d+\.\d+\.\d+",service="gateway"\} 1$/m, 'the build info')
     t.notOk(text.includes(key.key) || text.includes(key.id), 'no key material in the metrics')
 
     // /metrics is the one route that is not JSON: it opts out of the JSON-only Accept check.

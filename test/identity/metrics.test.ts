@@ -86,7 +86,8 @@ t.test('security: /metrics is on the admin listener only, for the admin or the s
     assertStatus(t, answer, 200, `/metrics with ${label}`)
     t.match(answer.headers['content-type'], /^text\/plain; version=0\.0\.4/, `${label}: Prometheus text format`)
     t.equal(answer.headers['cache-control'], 'no-store', `${label}: not cached`)
-    t.match(answer.text, /^portier_identity_process_cpu_seconds_total \d/m, `${label}: identity's CPU seconds`)
+    t.match(answer.text, /^process_cpu_seconds_total \d/m, `${label}: identity's CPU seconds, under the standard name`)
+    t.match(answer.text, /^portier_build_info\{[^}]*service="identity"\} 1$/m, `${label}: the build info`)
     t.match(answer.text, /^# TYPE portier_identity_argon2_operations_total counter$/m, `${label}: the argon2 counter`)
     t.notOk(answer.text.includes(adminToken) || answer.text.includes(serviceToken), `${label}: no credential in the metrics`)
   }

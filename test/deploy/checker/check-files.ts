@@ -90,3 +90,21 @@ export function checkAllClaimed (tree: DeployTree, problems: Problems): void {
     if (!tree.claimed.has(path)) problems.add(path, '', 'not used by compose.yaml, kustomization.yaml, the Dockerfile or the README checks: nothing checks it; wire it in or remove it')
   }
 }
+
+/**
+ * Each JSON file of deploy/grafana/ is a Grafana dashboard one can import: a uid, a
+ * title and panels with PromQL targets (what they read is checked against a live
+ * scrape by test/deploy/grafana-dashboard.test.ts).
+ */
+export function checkDashboards (tree: DeployTree, problems: Problems): void {
+  for (const path of [...tree.files.keys()].filter((p) => p.startsWith('deploy/grafana/'))) {
+    const file = claim(tree, path, 'json')
+    if (file === undefined) {
+      problems.add(path, '', 'deploy/grafana/ holds Grafana dashboards (JSON) only')
+      continue
+    }
+    const dashboard = file.value as { uid?: unknown, title?: unknown, panels?: unknown }
+    if (typeof dashboard.uid !== 'string' || typeof dashboard.title !== 'string') problems.add(path, '', 'a dashboard needs a uid and a title')
+    if (!Array.isArray(dashboard.panels) || dashboard.panels.length === 0) problems.add(path, 'panels', 'a dashboard without panels')
+  }
+}

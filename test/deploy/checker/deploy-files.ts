@@ -14,6 +14,7 @@ export type DeployFile =
   | { kind: 'env-example', path: string, text: string, entries: EnvFileEntry[] }
   | { kind: 'markdown', path: string, text: string }
   | { kind: 'shell', path: string, text: string }
+  | { kind: 'json', path: string, text: string, value: unknown }
 
 export type DeployFileKind = DeployFile['kind']
 
@@ -37,7 +38,8 @@ const RULES: Array<[RegExp, DeployFileKind]> = [
   [/(^|\/)haproxy\/[^/]+\.cfg$/, 'haproxy'],
   [/(^|\/|\.)env\.example$/, 'env-example'],
   [/\.md$/, 'markdown'],
-  [/\.sh$/, 'shell']
+  [/\.sh$/, 'shell'],
+  [/\.json$/, 'json']
 ]
 
 export function kindOf (path: string): DeployFileKind | null {
@@ -66,6 +68,7 @@ export function parseDeployFile (path: string, kind: DeployFileKind, text: strin
     case 'env-example': return { kind, path, text, entries: parseEnvFile(text) }
     case 'markdown': return { kind, path, text }
     case 'shell': return { kind, path, text }
+    case 'json': return { kind, path, text, value: JSON.parse(text) as unknown }
   }
 }
 
