@@ -10,7 +10,7 @@ import { answerError, CommonProblems, createClientErrorHandler, installProblemHa
 import { ProblemSchema } from './problem-schema.js'
 import { queryStringProblem, searchOf } from './query-string.js'
 import { lazyRequestLoggerFactory } from './lazy-request-logger.js'
-import { installRequestLogging, loggerOptions } from './logger.js'
+import { installRequestLogging, loggerOptions, REQUEST_ID_LOG_LABEL } from './logger.js'
 import { bufferedBodyReader } from './request-body.js'
 import { installRequestEcho } from './request-echo.js'
 import { DEFAULT_UNREAD_BODY_LIMITS, isLingering, type UnreadBodyLimits } from './unread-body.js'
@@ -86,7 +86,7 @@ export function createHttpApp (options: HttpAppOptions) {
   const app = Fastify({
     serverFactory: serverWithVersionCheck(timeouts),
     logger: loggerOptions({ level: options.logLevel, name: options.name, ...(options.logStream !== undefined ? { stream: options.logStream } : {}) }),
-    logController: new LogController({ disableRequestLogging: true }),
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: REQUEST_ID_LOG_LABEL }),
     childLoggerFactory: lazyRequestLoggerFactory,
     bodyLimit: options.bodyLimitBytes,
     trustProxy: options.trustProxy ?? false,
@@ -140,6 +140,8 @@ const SERVICE_HOOKS = 'portierServiceHooks'
 export function installServiceHooks (app: FastifyInstance, options: { unreadBodies: UnreadBodyLimits }): void {
   if (app.hasDecorator(SERVICE_HOOKS)) return
   app.decorate(SERVICE_HOOKS, true)
+  // First: the hooks below may answer, and every answer is measured and logged.
+  installRequestLogging(app)
   let closing = false
   app.addHook('preClose', (done) => { closing = true; done() })
   installRequestEcho(app, options.unreadBodies)
@@ -157,7 +159,6 @@ export function installServiceHooks (app: FastifyInstance, options: { unreadBodi
     else sendProblem(reply, CommonProblems.malformedQuery([problem]))
   })
   installAcceptCheck(app)
-  installRequestLogging(app)
 }
 
 export type HttpApp = ReturnType<typeof createHttpApp>

@@ -1,6 +1,8 @@
 import type { FastifyServerOptions } from 'fastify'
 import { pino, type Logger, type LoggerOptions as PinoOptions } from 'pino'
+import { bytesSentOn, declaredBodyBytes, responseBodyBytes } from './bytes-sent.js'
 import { stdoutLogDestination } from './log-destination.js'
+import { traceIdOf } from './traceparent.js'
 
 /**
  * Paths pino replaces with "[redacted]" wherever they appear in a logged object.
@@ -64,21 +66,41 @@ export function pathOf (url: string): string {
   return q === -1 ? url : url.slice(0, q)
 }
 
-/** What one access line says of a request: fixed fields, none of them a secret. */
+/** What every line logged for a request calls its id: the access line's name for it (Fastify's `requestIdLogLabel`). */
+export const REQUEST_ID_LOG_LABEL = 'request_id'
+
+/** Who sent a request, as an access line names them: a key or user id, never a credential. */
+export interface AccessPrincipal {
+  readonly type: 'api_key' | 'user' | 'admin_token' | 'anonymous'
+  /** The key's or user's id (`bootstrap` for identity's admin token); null when anonymous. */
+  readonly id: string | null
+}
+
+export const ANONYMOUS_PRINCIPAL: AccessPrincipal = Object.freeze({ type: 'anonymous', id: null })
+
+/**
+ * What one access line says of a request: the same fields in every service, snake_case
+ * as the APIs' JSON is, none of them a secret (docs/observability.md#access-log).
+ */
 export interface AccessLine {
-  reqId: string
+  request_id: string
+  /** The trace id of a valid W3C `traceparent` the request carried, else null. */
+  trace_id: string | null
   method: string
   /** The path, without the query (pathOf): clients sometimes put credentials there. */
   url: string
-  /** The route pattern that matched, or null. */
+  /** The route pattern that matched (`/users/:id`), or null when none did. */
   route: string | null
+  /** The upstream it went to (the gateway's), else null. */
+  upstream: string | null
   status: number
-  responseTimeMs: number
-  remoteAddress: string | undefined
-  /** Where the request went, for a gateway. */
-  upstream?: string
-  /** Who sent it, once authenticated: the kind and the key or user id. */
-  principal?: { type: string, id: string }
+  principal: AccessPrincipal
+  /** Request body bytes: its Content-Length, or, for a chunked body the gateway read, what it read. */
+  bytes_in: number
+  /** Response body bytes written to the connection (common/bytes-sent.ts). */
+  bytes_out: number
+  duration_ms: number
+  remote_address: string | undefined
 }
 
 /**
@@ -91,21 +113,52 @@ export function createAccessLog (log: import('fastify').FastifyBaseLogger): (lin
   return (line) => { accessLog.info(line, 'request') }
 }
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Who the request's access line names: set by a credential check (notePrincipal); null is anonymous. */
+    accessPrincipal: AccessPrincipal | null
+    /** What the request's connection had sent when it arrived, to measure its answer (bytes-sent.ts). */
+    accessSentBefore: number
+  }
+}
+
+/** Names who sent `request` on its access line, once a credential check (or a login) proved it. */
+export function notePrincipal (request: import('fastify').FastifyRequest, principal: AccessPrincipal): void {
+  request.accessPrincipal = principal
+}
+
+/** Milliseconds to two decimals, as access lines give durations. */
+export function roundedMs (ms: number): number {
+  return Math.round(ms * 100) / 100
+}
+
 /**
  * One access line per request (createAccessLog), written when the response is sent
  * (Fastify's own two-line request logging is turned off by `disableRequestLogging`).
+ * Install it before any hook that may answer, so that every answer is measured.
  */
 export function installRequestLogging (app: import('fastify').FastifyInstance): void {
   const write = createAccessLog(app.log)
+  app.decorateRequest('accessPrincipal', null)
+  app.decorateRequest('accessSentBefore', 0)
+  app.addHook('onRequest', (request, _reply, done) => {
+    request.accessSentBefore = bytesSentOn(request.raw.socket)
+    done()
+  })
   app.addHook('onResponse', (request, reply, done) => {
     write({
-      reqId: request.id,
+      request_id: request.id,
+      trace_id: traceIdOf(request.headers.traceparent),
       method: request.method,
       url: pathOf(request.url),
       route: request.routeOptions.url ?? null,
+      upstream: null,
       status: reply.statusCode,
-      responseTimeMs: Math.round(reply.elapsedTime * 100) / 100,
-      remoteAddress: request.ip
+      principal: request.accessPrincipal ?? ANONYMOUS_PRINCIPAL,
+      bytes_in: declaredBodyBytes(request.headers),
+      bytes_out: responseBodyBytes(reply.raw, request.accessSentBefore),
+      duration_ms: roundedMs(reply.elapsedTime),
+      remote_address: request.ip
     })
     done()
   })

@@ -2,7 +2,7 @@ import Fastify, { LogController, type FastifyError, type FastifyInstance } from 
 import fastifyFormbody from '@fastify/formbody'
 import { requestIdOf } from '../common/http-app.js'
 import { lazyRequestLoggerFactory } from '../common/lazy-request-logger.js'
-import { installRequestLogging, loggerOptions } from '../common/logger.js'
+import { installRequestLogging, loggerOptions, REQUEST_ID_LOG_LABEL } from '../common/logger.js'
 import { assetRoutes } from './assets.js'
 import type { ConsoleConfig } from './config.js'
 import type { Guard } from './forms.js'
@@ -42,7 +42,7 @@ const CSRF_ERRORS = new Set(['FST_CSRF_MISSING_SECRET', 'FST_CSRF_INVALID_TOKEN'
 export async function buildConsole (config: ConsoleConfig, deps: ConsoleDependencies = {}): Promise<FastifyInstance> {
   const app = Fastify({
     logger: loggerOptions({ level: config.logLevel, name: 'console', ...(deps.logStream !== undefined ? { stream: deps.logStream } : {}) }),
-    logController: new LogController({ disableRequestLogging: true }),
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: REQUEST_ID_LOG_LABEL }),
     childLoggerFactory: lazyRequestLoggerFactory,
     bodyLimit: BODY_LIMIT_BYTES,
     trustProxy: config.trustProxy,

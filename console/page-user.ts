@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { notePrincipal } from '../common/logger.js'
 import type { IdentityClient } from './identity-client.js'
 import { sectionById, sectionsOf, type OperatorSectionId } from './operator/access.js'
 import { forbiddenPage } from './pages/refused.js'
@@ -27,6 +28,7 @@ export async function pageUser (request: FastifyRequest, reply: FastifyReply, id
     await reply.redirect(`${BASE}/sign-in`, 303)
     return null
   }
+  if (profile.ok) notePrincipal(request, { type: 'user', id: profile.body.user.id })
   return { ...user, csrf: reply.generateCsrf(), sections: profile.ok ? sectionsOf(profile.body.permissions) : [] }
 }
 

@@ -1,5 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { pathOf, type AccessLine } from '../common/logger.js'
+import { bytesSentOn, declaredBodyBytes, responseBodyBytes } from '../common/bytes-sent.js'
+import { ANONYMOUS_PRINCIPAL, pathOf, roundedMs, type AccessLine } from '../common/logger.js'
+import { traceIdOf } from '../common/traceparent.js'
 import { CommonProblems } from '../common/problem.js'
 import { bodyPending } from '../common/unread-body.js'
 import type { Authenticate, Principal } from './auth/authenticate.js'
@@ -102,6 +104,11 @@ export function createRequestPath (stages: RequestPathStages) {
     let admission: Admission | null = null
     // The secret of a verified key, once known: its outcomes are counted whether or not it is authorised.
     let keyLookupId: string | null = null
+    // Who the access line names: the verified credential's principal, authorised or not.
+    let caller: Principal | null = null
+    // Content-Length when declared; a chunked body is counted once read.
+    let bytesIn = declaredBodyBytes(request.headers)
+    const sentBefore = bytesSentOn(request.raw.socket)
     const refusal = (): RefusalContext => ({
       style: inflection.kind === 'style' ? inflection.style : null,
       fields: admission === null ? principal?.answerHeaders ?? [] : [...principal?.answerHeaders ?? [], ...admission.fields],
@@ -126,15 +133,18 @@ export function createRequestPath (stages: RequestPathStages) {
       const elapsedMs = performance.now() - startedAt
       stages.requests.count(route, request.method, response.statusCode, elapsedMs / 1000)
       stages.accessLog({
-        reqId: request.id,
+        request_id: request.id,
+        trace_id: traceIdOf(request.headers.traceparent),
         method: request.method,
         url: pathOf(request.url),
-        route: route?.pattern ?? null,
-        ...(route !== null ? { upstream: route.upstream.name } : {}),
-        ...(principal !== null ? { principal: { type: principal.kind, id: principal.id } } : {}),
+        route: route === null ? null : route.pattern,
+        upstream: route === null ? null : route.upstream.name,
         status: response.statusCode,
-        responseTimeMs: Math.round(elapsedMs * 100) / 100,
-        remoteAddress: request.ip
+        principal: caller === null ? ANONYMOUS_PRINCIPAL : caller.accessPrincipal,
+        bytes_in: bytesIn,
+        bytes_out: responseBodyBytes(response, sentBefore),
+        duration_ms: roundedMs(elapsedMs),
+        remote_address: request.ip
       })
     })
 
@@ -159,6 +169,7 @@ export function createRequestPath (stages: RequestPathStages) {
 
     then(() => routed.route.auth === 'none' ? null : stages.authenticate(request.headers), (authenticated) => {
       keyLookupId = authenticated?.secretLookupId ?? null
+      caller = authenticated
       principal = authenticated === null ? null : authorise(routed.route, authenticated)
       if (over) return
       then(() => stages.traffic.admit({ route: routed.route, principal, ip: request.ip }), (admitted) => {
@@ -178,6 +189,8 @@ export function createRequestPath (stages: RequestPathStages) {
           return
         }
         then(() => stages.body(routed, request.raw, response), (body) => {
+          // Chunked, without a Content-Length: the body's length as forwarded (an inflection's renaming may change it).
+          if (body !== null && request.headers['content-length'] === undefined) bytesIn = body.length
           // Nothing is sent upstream for a client that is gone (nor a place of its fair share taken that no close would give back).
           if (over) return
           stages.proxy({

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import type { GrantedPolicy } from '../../common/traffic/policy.js'
 import { lookupIdOf } from '../../common/api-key-format.js'
+import type { AccessPrincipal } from '../../common/logger.js'
 import { readCredential } from '../../common/credentials.js'
 import { AuthDetails, AuthProblems } from '../../common/problem.js'
 import { GatewayDetails, GatewayProblems, INVALID_API_KEY_DETAILS } from '../errors.js'
@@ -33,6 +34,8 @@ export interface Principal {
   user: string | null
   /** Traffic policies that came with the credential: a key's own and its owner's roles', or the user's roles'. */
   policies: readonly GrantedPolicy[]
+  /** Who the access line names: made once here, not per request. */
+  accessPrincipal: AccessPrincipal
 }
 
 type PrincipalFacts = Pick<Principal, 'kind' | 'id' | 'permissions' | 'deprecation' | 'secretLookupId' | 'user' | 'policies'>
@@ -43,6 +46,7 @@ function principalOf (facts: PrincipalFacts): Principal {
   return Object.freeze({
     ...facts,
     permissionSet: new Set(facts.permissions),
+    accessPrincipal: Object.freeze({ type: facts.kind === 'key' ? 'api_key' : 'user', id: facts.id } as const),
     forwardedHeaders: Object.freeze(['x-portier-principal', facts.id, 'x-portier-principal-type', facts.kind, 'x-portier-permissions', facts.permissions.join(',')]),
     // RFC 9745 (Deprecation, a structured-field date) and RFC 8594 (Sunset, an HTTP-date).
     answerHeaders: Object.freeze(deprecation === null

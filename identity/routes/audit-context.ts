@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { notePrincipal } from '../../common/logger.js'
 import { runAs, type AuditActor, type AuditContext } from '../services/audit-context.js'
 
 declare module 'fastify' {
@@ -16,9 +17,13 @@ const MAX_USER_AGENT_LENGTH = 512
 
 const ANONYMOUS: AuditActor = Object.freeze({ type: 'anonymous', id: null })
 
-/** Names the actor of the request once its credential is checked; what its services record from then on. */
+/**
+ * Names the actor of the request once its credential is checked: what its services
+ * record from then on, and who its access line names (a user, or the admin token).
+ */
 export function actAs (request: FastifyRequest, actor: AuditActor): void {
   request.auditContext.actor = actor
+  if (actor.type === 'user' || actor.type === 'admin_token') notePrincipal(request, { type: actor.type, id: actor.id })
 }
 
 /**

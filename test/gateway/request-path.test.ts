@@ -37,7 +37,8 @@ const PRINCIPAL = {
   deprecation: null,
   secretLookupId: 'lookup_1',
   user: null,
-  policies: []
+  policies: [],
+  accessPrincipal: { type: 'api_key', id: 'key_1' }
 } as unknown as Principal
 
 type Stage = 'credential' | 'traffic' | 'body'

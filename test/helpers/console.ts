@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify'
 import { startStack, type Stack, type TestGateway } from './gateway.js'
 
 /** The console on loopback port 0 in front of a test identity, closed at the end of the test. */
-export async function startConsole (t: Test, options: { identityPublicUrl: string, identityAdminUrl: string, now?: () => number, secureCookie?: boolean }): Promise<{ url: string, app: FastifyInstance }> {
+export async function startConsole (t: Test, options: { identityPublicUrl: string, identityAdminUrl: string, now?: () => number, secureCookie?: boolean, logStream?: NodeJS.WritableStream }): Promise<{ url: string, app: FastifyInstance }> {
   const config = loadConsoleConfig({
     CONSOLE_IDENTITY_PUBLIC_URL: options.identityPublicUrl,
     CONSOLE_IDENTITY_ADMIN_URL: options.identityAdminUrl,
@@ -14,9 +14,13 @@ export async function startConsole (t: Test, options: { identityPublicUrl: strin
     CONSOLE_SECURE_COOKIE: String(options.secureCookie ?? false),
     // The test gateway, on loopback, is the console's proxy.
     CONSOLE_TRUST_PROXY: '127.0.0.1',
-    LOG_LEVEL: 'silent'
+    // Quiet unless a test reads the lines.
+    LOG_LEVEL: options.logStream !== undefined ? 'info' : 'silent'
   })
-  const app = await buildConsole(config, options.now !== undefined ? { now: options.now } : {})
+  const app = await buildConsole(config, {
+    ...(options.now !== undefined ? { now: options.now } : {}),
+    ...(options.logStream !== undefined ? { logStream: options.logStream } : {})
+  })
   t.teardown(() => app.close())
   const url = await app.listen({ host: '127.0.0.1', port: 0 })
   return { url, app }

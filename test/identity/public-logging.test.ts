@@ -27,7 +27,7 @@ async function until (predicate: () => boolean): Promise<boolean> {
 }
 
 function linesOf (identity: TestIdentity, requestId: string): LogLine[] {
-  return identity.logs.filter((line) => line.reqId === requestId)
+  return identity.logs.filter((line) => line.request_id === requestId)
 }
 
 async function startWithCalls (t: Test) {
@@ -72,29 +72,30 @@ t.test('one log line per request, and no secret in any log line', async (t) => {
   const withKey = await call('/.well-known/jwks.json', { headers: { 'x-api-key': API_KEY, cookie: COOKIE }, bearer: latest.access_token })
   t.equal(withKey.answer.status, 200)
 
-  const expected: Array<[name: string, requestId: string, method: string, url: string, status: number]> = [
-    ['login', login.requestId, 'POST', '/sessions', 201],
-    ['refresh', refresh.requestId, 'POST', '/tokens', 200],
-    ['refresh (jetons)', jetons.requestId, 'POST', '/jetons', 200],
-    ['logout', logout.requestId, 'DELETE', '/sessions/current', 204],
-    ['failed login', failed.requestId, 'POST', '/sessions', 401],
-    ['unknown e-mail', unknownUser.requestId, 'POST', '/sessions', 401],
-    ['malformed body', malformed.requestId, 'POST', '/sessions', 400],
-    ['refresh token reuse', reuse.requestId, 'POST', '/tokens', 401],
-    ['login with a secret in the query string', secretInQuery.requestId, 'POST', '/sessions', 201],
-    ['jwks', jwks.requestId, 'GET', '/.well-known/jwks.json', 200],
-    ['jwks with an x-api-key, a cookie and a Bearer', withKey.requestId, 'GET', '/.well-known/jwks.json', 200]
+  const expected: Array<[name: string, requestId: string, method: string, url: string, status: number, principal: { type: string, id: string | null }]> = [
+    ['login', login.requestId, 'POST', '/sessions', 201, { type: 'user', id: identity.userId }],
+    ['refresh', refresh.requestId, 'POST', '/tokens', 200, { type: 'user', id: identity.userId }],
+    ['refresh (jetons)', jetons.requestId, 'POST', '/jetons', 200, { type: 'user', id: identity.userId }],
+    ['logout', logout.requestId, 'DELETE', '/sessions/current', 204, { type: 'user', id: identity.userId }],
+    ['failed login', failed.requestId, 'POST', '/sessions', 401, { type: 'anonymous', id: null }],
+    ['unknown e-mail', unknownUser.requestId, 'POST', '/sessions', 401, { type: 'anonymous', id: null }],
+    ['malformed body', malformed.requestId, 'POST', '/sessions', 400, { type: 'anonymous', id: null }],
+    ['refresh token reuse', reuse.requestId, 'POST', '/tokens', 401, { type: 'anonymous', id: null }],
+    ['login with a secret in the query string', secretInQuery.requestId, 'POST', '/sessions', 201, { type: 'user', id: identity.userId }],
+    ['jwks', jwks.requestId, 'GET', '/.well-known/jwks.json', 200, { type: 'anonymous', id: null }],
+    ['jwks with an x-api-key, a cookie and a Bearer', withKey.requestId, 'GET', '/.well-known/jwks.json', 200, { type: 'anonymous', id: null }]
   ]
   t.ok(await until(() => expected.every(([, id]) => linesOf(identity, id).some((l) => l.msg === 'request'))), 'every request was logged')
   // One more request, logged after all the others: any duplicate line would be written by now.
   const sentinel = await call('/healthz')
   t.ok(await until(() => linesOf(identity, sentinel.requestId).length > 0))
 
-  t.test('exactly one line per request: msg "request" with method, path (no query) and status', async (t) => {
-    for (const [name, requestId, method, url, status] of expected) {
+  t.test('exactly one line per request: msg "request" with method, path (no query), status and who sent it', async (t) => {
+    for (const [name, requestId, method, url, status, principal] of expected) {
       const lines = linesOf(identity, requestId)
       t.equal(lines.length, 1, `${name}: one line in all`)
-      t.match(lines[0], { name: 'identity', level: 30, msg: 'request', reqId: requestId, method, url, status, responseTimeMs: Number }, name)
+      t.match(lines[0], { name: 'identity', level: 30, msg: 'request', request_id: requestId, method, url, status, duration_ms: Number }, name)
+      t.same(lines[0]?.principal, principal, `${name}: the principal named`)
       t.notOk('req' in (lines[0] ?? {}) || 'headers' in (lines[0] ?? {}) || 'body' in (lines[0] ?? {}), `${name}: no headers or body logged`)
     }
   })

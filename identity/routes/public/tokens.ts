@@ -3,7 +3,7 @@ import { BODY_PROBLEMS, problemResponses } from '../../../common/problem-schema.
 import { IdentityProblems } from '../../errors.js'
 import { BearerHeaders, RefreshBody, TokenSet } from '../../schemas.js'
 import type { IdentityServices } from '../../services/index.js'
-import { requireBearer, SESSION_TOKEN_PROBLEMS } from './sessions.js'
+import { noteTokenOwner, requireBearer, SESSION_TOKEN_PROBLEMS } from './sessions.js'
 
 /** The refresh paths: the contract's `/tokens` and its French variant `/jetons`. */
 const REFRESH_PATHS = ['/tokens', '/jetons'] as const
@@ -29,6 +29,7 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<{ services: IdentityServices
       }
     }, async (request, reply) => {
       const tokenSet = await services.sessions.refresh(requireBearer(request.headers.authorization), request.body.refresh_token)
+      noteTokenOwner(request, tokenSet)
       return reply.header('cache-control', 'no-store').send(tokenSet)
     })
   }
