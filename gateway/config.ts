@@ -6,6 +6,7 @@ import { listenerEnvProperties, listenerLimitsFromEnv, type ListenerTimeouts } f
 import type { UnreadBodyLimits } from '../common/unread-body.js'
 import { parseRedisTarget, redisEnvProperties } from '../common/redis-config.js'
 import { GatewayOptionsSchema, metricsOptionProblems, publicHostProblems, type GatewayOptionsInput } from './options.js'
+import { addressListProblems } from './verify/address-list.js'
 
 /** Loopback: metrics show auth outcomes, cache tiers and process internals; bind wider only on a private network. */
 export const DEFAULT_METRICS_HOST = '127.0.0.1'
@@ -19,6 +20,9 @@ type Members<G extends Group> = Options[G]['properties']
 /** A plugin option a variable can set: `name`, or `group.member`. */
 type OptionPath = Exclude<keyof Options, Group> | { [G in Group]: `${G}.${keyof Members<G> & string}` }[Group]
 type OptionSchema<P extends OptionPath> = P extends `${infer G extends Group}.${infer M}` ? Members<G>[M & keyof Members<G>] : Options[P & keyof Options]
+
+/** Loopback only: the verify API answers the proxies on this host unless told otherwise. */
+const LOOPBACK_CIDRS = '127.0.0.1/32,::1/128'
 
 /** Marks a variable's schema with the plugin option it sets: what loadGatewayConfig builds the options from. */
 export const SETS_OPTION = 'x-gateway-option'
@@ -100,6 +104,10 @@ export const GatewayEnvSchema = Type.Object({
   GATEWAY_PUBLIC_HOSTS: Type.Optional(Type.String({ description: 'The hosts the gateway serves, a comma list of host[:port] as clients send them (e.g. `api.example.com,api.example.com:8443`); a request for another Host (or X-Forwarded-Host from a trusted proxy) gets 421 misdirected_request, so the X-Forwarded-Host upstreams receive is always one of them. Unset: any well-formed Host is served.' })),
   GATEWAY_WEBSOCKET_MAX_MESSAGE_BYTES: fromOption('webSocketMaxMessageBytes', 'Largest message either side of a WebSocket route may send (1 MiB); a larger one closes the connection (1009).'),
   GATEWAY_WEBSOCKET_IDLE_SECONDS: fromOption('webSocketIdleSeconds', 'A WebSocket on which no message passed either way for this long is closed (1001).'),
+  GATEWAY_VERIFY_LISTENER: Type.Optional(Type.String({ minLength: 1, description: 'host:port of the verify API\'s own listener (docs/verify-api.md), where nginx, Traefik, Caddy and Envoy ask whether a request may pass. Unset: no verify API.' })),
+  GATEWAY_VERIFY_CLIENTS: Type.String({ default: LOOPBACK_CIDRS, description: 'Who may ask the verify API in JSON (POST /v1/verify): a comma list of IPs/CIDRs; anyone else gets 403.' }),
+  GATEWAY_VERIFY_PROXIES: Type.String({ default: LOOPBACK_CIDRS, description: 'The proxies that may ask the verify API in their own shapes (nginx, forward auth, Envoy), whose X-Original-* / X-Forwarded-* headers are believed: a comma list of IPs/CIDRs; anyone else gets 403 there.' }),
+  GATEWAY_VERIFY_ALLOW_MAX_AGE_SECONDS: Type.Integer({ minimum: 0, maximum: 1, default: 0, description: 'How long a proxy may keep a verify allow that took no rate limit or quota (`Cache-Control: private, max-age`); 0: every answer is `no-store`. A kept allow outlives a revocation by up to this, hence at most 1.' }),
   GATEWAY_TRUST_PROXY: Type.String({ default: 'false', description: 'Whose X-Forwarded-* to trust (load balancers in front): false, true, or a comma list of IPs/CIDRs.' }),
   GATEWAY_SHUTDOWN_GRACE_SECONDS: Type.Number({ minimum: 0, maximum: 300, default: 10, description: 'On SIGTERM, how long in-flight requests get to finish.' }),
   LOG_LEVEL: LOG_LEVEL_PROPERTY
@@ -114,6 +122,8 @@ export interface GatewayServerConfig {
   workers?: number
   /** The private metrics listener, or null when GATEWAY_METRICS_PORT is 0. */
   metrics: { host: string, port: number } | null
+  /** The verify API's listener (GATEWAY_VERIFY_*), or null when GATEWAY_VERIFY_LISTENER is unset. */
+  verify?: VerifyListenerConfig | null
   trustProxy: boolean | string
   shutdownGraceMs: number
   logLevel: string
@@ -133,7 +143,9 @@ export function loadGatewayConfig (env: Record<string, string | undefined> = pro
   const workers = workersOf(e.GATEWAY_WORKERS)
   const anonymous = anonymousPoliciesOf(e.GATEWAY_ANONYMOUS_POLICIES)
   const publicHosts = e.GATEWAY_PUBLIC_HOSTS === undefined ? undefined : listOf(e.GATEWAY_PUBLIC_HOSTS)
+  const verify = verifyListenerOf(e)
   const problems = [
+    ...(typeof verify === 'object' && verify !== null && 'problems' in verify ? verify.problems : []),
     ...(typeof anonymous === 'string' ? [anonymous] : []),
     ...redis.problems,
     ...listeners.problems,
@@ -151,6 +163,7 @@ export function loadGatewayConfig (env: Record<string, string | undefined> = pro
     port: e.GATEWAY_PORT,
     workers: workers as number,
     metrics: e.GATEWAY_METRICS_PORT === 0 ? null : { host: e.GATEWAY_METRICS_HOST, port: e.GATEWAY_METRICS_PORT },
+    verify: verify as VerifyListenerConfig | null,
     trustProxy: parseTrustProxy(e.GATEWAY_TRUST_PROXY),
     shutdownGraceMs: e.GATEWAY_SHUTDOWN_GRACE_SECONDS * 1000,
     logLevel: e.LOG_LEVEL,
@@ -168,6 +181,30 @@ export function loadGatewayConfig (env: Record<string, string | undefined> = pro
         : {})
     }
   })
+}
+
+export interface VerifyListenerConfig {
+  host: string
+  port: number
+  clients: string[]
+  proxies: string[]
+  allowMaxAgeSeconds: number
+}
+
+/** GATEWAY_VERIFY_*: the listener, or null when off, or what is wrong with them. */
+function verifyListenerOf (e: GatewayEnv): VerifyListenerConfig | null | { problems: string[] } {
+  if (e.GATEWAY_VERIFY_LISTENER === undefined) return null
+  const listener = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:\s]+)):([0-9]{1,5})$/.exec(e.GATEWAY_VERIFY_LISTENER)
+  const port = Number(listener?.[3])
+  const clients = listOf(e.GATEWAY_VERIFY_CLIENTS)
+  const proxies = listOf(e.GATEWAY_VERIFY_PROXIES)
+  const problems = [
+    ...(listener === null || port > 65535 ? [`GATEWAY_VERIFY_LISTENER: must be host:port (e.g. 127.0.0.1:3010, [::1]:3010), not ${JSON.stringify(e.GATEWAY_VERIFY_LISTENER)}`] : []),
+    ...addressListProblems(clients).map((entry) => `GATEWAY_VERIFY_CLIENTS: ${JSON.stringify(entry)} is not an IP or CIDR`),
+    ...addressListProblems(proxies).map((entry) => `GATEWAY_VERIFY_PROXIES: ${JSON.stringify(entry)} is not an IP or CIDR`)
+  ]
+  if (problems.length > 0 || listener === null) return { problems }
+  return { host: listener[1] ?? listener[2] as string, port, clients, proxies, allowMaxAgeSeconds: e.GATEWAY_VERIFY_ALLOW_MAX_AGE_SECONDS }
 }
 
 /** A comma list's items, trimmed, without empty ones. */

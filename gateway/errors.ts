@@ -50,7 +50,11 @@ export const GatewayProblems = {
   trafficControlUnavailable: defineProblem('traffic_control_unavailable', 503, 'Limits cannot be checked',
     'The limits of this request cannot be checked right now; retry shortly.', { 'retry-after': '1' }),
   upstreamBodyNotInflectable: defineProblem('upstream_body_not_inflectable', 502, 'Upstream body not inflectable',
-    'The upstream answered JSON that cannot be inflected: %s.')
+    'The upstream answered JSON that cannot be inflected: %s.'),
+  verifyCallerRefused: defineProblem('verify_caller_refused', 403, 'Not a verify client',
+    'This address may not %s (GATEWAY_VERIFY_CLIENTS, GATEWAY_VERIFY_PROXIES).'),
+  verifyQuestionInvalid: defineProblem('verify_question_invalid', 400, 'Request to verify not described',
+    'The request to verify is not described: %s.')
 } as const
 
 /**

@@ -24,6 +24,7 @@ import { HTTP_METHODS } from './routing/schema.js'
 import { createGatewayRuntime, type GatewayRuntime, type RuntimeDependencies } from './runtime.js'
 import { registerWebSocketProxy, type WebSocketStage } from './websocket/websocket-proxy.js'
 import type { RouteTable } from './routing/index.js'
+import { createVerifyDecision, type VerifyDecision } from './verify/decide.js'
 
 export type GatewayPluginOptions = GatewayOptionsInput & RuntimeDependencies & {
   /** What becomes of request bodies the gateway answers without reading; the standalone server passes its listener's. */
@@ -39,6 +40,8 @@ export interface PortierGateway {
   readonly metricsRoute: boolean
   /** For a host that serves the metrics itself, where only its monitoring reaches them. */
   readonly metrics: Pick<GatewayMetrics, 'registry'>
+  /** The request path's decision on a request described, not sent: what the verify API (verify/server.ts) answers. */
+  readonly verify: VerifyDecision
 }
 
 declare module 'fastify' {
@@ -142,7 +145,8 @@ const gatewayPlugin: FastifyPluginAsync<GatewayPluginOptions> = async (app, plug
     reload: runtime.reload,
     get table (): RouteTable { return runtime.table },
     metricsRoute: runtime.metricsRoute,
-    metrics: { registry: runtime.metrics.registry }
+    metrics: { registry: runtime.metrics.registry },
+    verify: createVerifyDecision({ table: () => runtime.table, authenticate: runtime.authenticate, traffic: runtime.traffic, usage: runtime.usage })
   }
   app.decorate('portierGateway', gateway)
   app.addHook('onReady', async () => { await runtime.start() })

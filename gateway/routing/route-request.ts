@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http'
 import type { FastifyRequest } from 'fastify'
 import { acceptsJson } from '../../common/accept.js'
 import { AuthDetails, AuthProblems, CommonProblems } from '../../common/problem.js'
@@ -57,6 +58,27 @@ export interface RouteStageOptions {
 }
 
 /**
+ * The route of `method` and `url` (path and query, as sent): the path normalised or
+ * refused (400), method overrides in a header or the query refused (400), then the
+ * table's route (404, 405), thrown as the problem to answer with. What the route stage
+ * does once the request itself is checked, and what the verify API asks for a request
+ * described to it, so both find the same route.
+ */
+export function matchRoute (table: RouteTable, method: string, url: string, headers: IncomingHttpHeaders): { route: ResolvedRoute, upstreamPath: string, search: string } {
+  const normalised = normalisePath(url)
+  if (!normalised.ok) {
+    throw normalised.part === 'query' ? CommonProblems.malformedQuery([normalised.reason]) : GatewayProblems.malformedPath([normalised.reason])
+  }
+  refuseHeaderOrQueryOverride(headers, normalised.search)
+  const found = table.match(method, normalised.path)
+  if (found.kind === 'not_found') throw CommonProblems.notFound([method, normalised.path])
+  if (found.kind === 'method_not_allowed') {
+    throw GatewayProblems.methodNotAllowed([method], { headers: { allow: found.allow.join(', ') } })
+  }
+  return { route: found.route, upstreamPath: found.upstreamPath, search: normalised.search }
+}
+
+/**
  * The route stage, cheapest checks first, before anything is verified or read: the
  * query's syntax (400), an Accept that excludes JSON (406), one well-formed Host that
  * is one of the public hosts when those are set (400, 421), the path normalised or
@@ -99,17 +121,7 @@ export function createRouteStage (options: RouteStageOptions) {
     if (queryProblem !== null) throw CommonProblems.malformedQuery([queryProblem])
     if (!acceptsJson(request.headers.accept) && !forConsole(request.url)) throw CommonProblems.notAcceptable()
     const host = vouchedHost(request, repeated.hosts)
-    const normalised = normalisePath(request.url)
-    if (!normalised.ok) {
-      throw normalised.part === 'query' ? CommonProblems.malformedQuery([normalised.reason]) : GatewayProblems.malformedPath([normalised.reason])
-    }
-    refuseHeaderOrQueryOverride(request.headers, normalised.search)
-    const found = options.table().match(request.method, normalised.path)
-    if (found.kind === 'not_found') throw CommonProblems.notFound([request.method, normalised.path])
-    if (found.kind === 'method_not_allowed') {
-      throw GatewayProblems.methodNotAllowed([request.method], { headers: { allow: found.allow.join(', ') } })
-    }
-    return { route: found.route, upstreamPath: found.upstreamPath, search: normalised.search, host }
+    return { ...matchRoute(options.table(), request.method, request.url, request.headers), host }
   }
 
   return function routeRequest (request: FastifyRequest, inflection: InflectionRequest): RoutedRequest | RouteRefusal {

@@ -2,6 +2,7 @@ import closeWithGrace from 'close-with-grace'
 import { AggregatorRegistry } from 'prom-client'
 import { buildGatewayServer } from '../app.js'
 import type { GatewayServerConfig } from '../config.js'
+import { buildVerifyServer } from '../verify/server.js'
 import { isPrimaryOrder } from './protocol.js'
 
 /**
@@ -33,12 +34,15 @@ export async function runWorker (config: GatewayServerConfig): Promise<void> {
   void new AggregatorRegistry()
 
   const gateway = await buildGatewayServer(config)
+  // Each worker answers the verify listener too, on the port the primary shares, with its own decision (and caches).
+  const verify = config.verify == null ? null : await buildVerifyServer({ ...config.verify, logLevel: config.logLevel, ...(config.timeouts !== undefined ? { timeouts: config.timeouts } : {}) }, gateway.portierGateway)
   AggregatorRegistry.setRegistries(gateway.portierGateway.metrics.registry)
 
   // Signals are the worker's own above: close-with-grace keeps only the error events, and the grace.
   const closer = closeWithGrace({ delay: config.shutdownGraceMs, skip: ['SIGHUP', 'SIGINT', 'SIGTERM'] }, async ({ err }) => {
     if (err !== undefined) gateway.log.error({ err }, 'shutting down after an error')
     else gateway.log.info('shutting down: draining in-flight requests')
+    await verify?.close()
     await gateway.close()
   })
   let draining = false
@@ -51,5 +55,6 @@ export async function runWorker (config: GatewayServerConfig): Promise<void> {
   if (drainOrdered) { drain(); return }
   // The file may have changed after this worker read it and before it could hear the order.
   if (reloadOrdered) reload()
+  if (verify !== null && config.verify != null) await verify.listen({ host: config.verify.host, port: config.verify.port })
   await gateway.listen({ host: config.host, port: config.port })
 }
