@@ -108,3 +108,14 @@ export function checkDashboards (tree: DeployTree, problems: Problems): void {
     if (!Array.isArray(dashboard.panels) || dashboard.panels.length === 0) problems.add(path, 'panels', 'a dashboard without panels')
   }
 }
+
+export const GITLEAKS_RULES = 'deploy/secret-scanning/gitleaks.toml'
+export const SECRET_SCANNING_README = 'deploy/secret-scanning/README.md'
+
+/** The secret scanning rules are there (what they match is test/meta/secret-scanning.test.ts's). */
+export function checkSecretScanning (tree: DeployTree, problems: Problems): void {
+  if (claim(tree, GITLEAKS_RULES, 'toml') === undefined) problems.add(GITLEAKS_RULES, '', 'missing: the gitleaks rule for API keys')
+  const readme = claim(tree, SECRET_SCANNING_README, 'markdown')
+  if (readme === undefined) problems.add(SECRET_SCANNING_README, '', 'missing: the GitHub custom pattern for API keys')
+  else if (!readme.text.includes('Secret format')) problems.add(SECRET_SCANNING_README, '', 'does not give the GitHub custom pattern ("Secret format")')
+}
