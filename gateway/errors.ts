@@ -21,6 +21,7 @@ export const GatewayProblems = {
   headerNotForwardable: defineProblem('header_not_forwardable', 400, 'Request header not forwardable',
     'A request header cannot be forwarded: %s.'),
   methodNotAllowed: defineProblem('method_not_allowed', 405, 'Method not allowed', '%s is not declared for this path.'),
+  corsPreflightRefused: defineProblem('cors_preflight_refused', 403, 'CORS preflight refused', 'A browser may not make this request from another site: %s.'),
   invalidInflection: defineProblem('invalid_inflection', 400, 'Invalid x-api-inflection',
     'x-api-inflection must be one of: %s.'),
   conflictingCredentials: defineProblem('conflicting_credentials', 400, 'Conflicting credentials',
@@ -70,6 +71,9 @@ export const GatewayDetails = {
   overrideHeader: (header: string) => `The ${header} header`,
   overrideQuery: 'A _method query parameter (in any spelling)',
   overrideBody: 'A _method member of the JSON body (in any spelling)',
+  /** corsPreflightRefused: why. */
+  corsOriginRefused: 'its origin is not allowed to call this route',
+  corsMethodRefused: (method: string) => `${method} is not among the methods this route allows cross-origin`,
   /** malformedHost */
   repeatedHost: 'more than one Host header',
   /** upstreamBodyNotInflectable: why. */

@@ -19,6 +19,7 @@ import { createRequestBodyStage } from './proxy/request-body.js'
 import { createUpstreamAgent } from './proxy/upstream-agent.js'
 import { createFairShare } from './traffic/fair-share.js'
 import { createRefusals } from './refusals.js'
+import { createPreflightStage } from './cors/preflight.js'
 import { createRequestPath } from './request-path.js'
 import { HTTP_METHODS } from './routing/schema.js'
 import { createGatewayRuntime, type GatewayRuntime, type RuntimeDependencies } from './runtime.js'
@@ -117,6 +118,7 @@ async function trafficContext (app: FastifyInstance, { runtime, options, unreadB
       websocket(forward, handOver)
     },
     refusals: createRefusals({ spellings, unreadBodies }),
+    preflight: createPreflightStage({ table: () => runtime.table, unreadBodies }),
     requests: createRequestCounter(runtime.metrics.requests, runtime.metrics.requestDuration),
     accessLog: createAccessLog(app.log),
     closing: () => runtime.closing

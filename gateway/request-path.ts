@@ -5,6 +5,7 @@ import { traceIdOf } from '../common/traceparent.js'
 import { CommonProblems } from '../common/problem.js'
 import { bodyPending } from '../common/unread-body.js'
 import type { Authenticate, Principal } from './auth/authenticate.js'
+import type { PreflightStage } from './cors/preflight.js'
 import { authorise } from './auth/authorise.js'
 import { GatewayProblems } from './errors.js'
 import { parseInflectionHeader } from './inflection/index.js'
@@ -33,7 +34,14 @@ export interface RequestPathStages {
   accessLog: (line: AccessLine) => void
   /** Whether the gateway is draining (new requests get a 503, every answer closes its connection). */
   closing: () => boolean
+  /** CORS preflights the gateway answers itself; absent: an OPTIONS request is routed like any other. */
+  preflight?: PreflightStage
 }
+
+const NO_FIELDS: readonly string[] = Object.freeze([])
+
+/** Name, value pairs of `extra` after those of `fields`, without a copy when there are none. */
+const withFields = (fields: readonly string[], extra: readonly string[]): readonly string[] => extra.length === 0 ? fields : [...fields, ...extra]
 
 /**
  * Runs `produce`, then `next` with what it gave: at once when it gave a value, once it
@@ -84,6 +92,11 @@ function then<T> (produce: () => T | Promise<T>, next: (value: T) => void, fail:
  *    when the request is dispatched, then the upstream's answer, renamed to the
  *    client's inflection when asked.
  *
+ * A CORS preflight of a route whose upstream has a cors block (cors/preflight.ts) is
+ * routed by the method it asks about and answered by the gateway once the anonymous
+ * policies let it through, without a credential; an allowed origin's other requests
+ * get the block's fields on every answer, refusals included.
+ *
  * Every answer is written here, on the raw response: a refusal at any stage
  * (refusals.ts), or the upstream's. When it is over (sent, or the client gone) the
  * slots are given back, and it is counted and logged: one access line saying who asked
@@ -109,9 +122,11 @@ export function createRequestPath (stages: RequestPathStages) {
     // Content-Length when declared; a chunked body is counted once read.
     let bytesIn = declaredBodyBytes(request.headers)
     const sentBefore = bytesSentOn(request.raw.socket)
+    // The CORS fields every answer to an allowed origin carries, refusals included, once the route is known.
+    let corsFields = NO_FIELDS
     const refusal = (): RefusalContext => ({
       style: inflection.kind === 'style' ? inflection.style : null,
-      fields: admission === null ? principal?.answerHeaders ?? [] : [...principal?.answerHeaders ?? [], ...admission.fields],
+      fields: withFields(admission === null ? principal?.answerHeaders ?? [] : [...principal?.answerHeaders ?? [], ...admission.fields], corsFields),
       checked: admission !== null,
       closing: stages.closing()
     })
@@ -152,8 +167,33 @@ export function createRequestPath (stages: RequestPathStages) {
       refuse(CommonProblems.serviceUnavailable())
       return
     }
+    if (request.method === 'OPTIONS' && stages.preflight !== undefined) {
+      const preflight = stages.preflight.requested(request)
+      // Routed by the method it asks about; a preflight of a route without a cors block is an OPTIONS request like any other.
+      const asked = preflight === null ? null : stages.route(request, inflection, preflight.method)
+      const cors = asked?.kind === 'routed' ? asked.route.cors : undefined
+      if (preflight !== null && asked !== null && cors !== undefined) {
+        const answerPreflight = stages.preflight.answer
+        route = asked.route
+        // No credential comes with a preflight: only the anonymous policies count it.
+        then(() => stages.traffic.admit({ route: cors.preflightRoute, principal: null, ip: request.ip }), (admitted) => {
+          if (over) {
+            admitted.release?.()
+            return
+          }
+          admission = admitted
+          answerPreflight(request, reply, cors, preflight, admitted.fields, stages.closing())
+        }, refuse)
+        return
+      }
+    }
     const routed = stages.route(request, inflection)
     route = routed.route
+    // Without a cors block the route has no such member: nothing more is looked at.
+    if (routed.route?.cors !== undefined) {
+      const origin = request.headers.origin
+      if (origin !== undefined) corsFields = routed.route.cors.answerFields(origin)
+    }
     if (routed.kind === 'refused') {
       refuse(routed.refused)
       return
@@ -180,9 +220,9 @@ export function createRequestPath (stages: RequestPathStages) {
         }
         admission = admitted
         if (keyLookupId !== null) stages.usage.record(keyLookupId, routed.route.pattern, request.ip)
-        const answerFields = principal === null || principal.answerHeaders.length === 0
+        const answerFields = withFields(principal === null || principal.answerHeaders.length === 0
           ? admitted.fields
-          : [...principal.answerHeaders, ...admitted.fields]
+          : [...principal.answerHeaders, ...admitted.fields], corsFields)
         if (routed.route.websocket) {
           if (handOver === undefined) throw GatewayProblems.notWebSocketRoute([routed.route.method, routed.route.pattern])
           stages.websocket({ request, reply, routed, principal, answerFields }, handOver)

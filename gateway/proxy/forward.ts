@@ -126,7 +126,8 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
       own: this.#forward.answerFields,
       rateLimited: this.#forward.rateLimited,
       inflected,
-      closing: this.#forward.closing
+      closing: this.#forward.closing,
+      gatewayCors: routed.route.cors !== undefined
     })
     if (!inflected) {
       response.writeHead(statusCode, answer)

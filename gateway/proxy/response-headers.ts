@@ -27,6 +27,8 @@ export interface AnswerHeaders {
   inflected: boolean
   /** The gateway is draining: `Connection: close`. */
   closing: boolean
+  /** The route's upstream has a cors block: the gateway alone answers Access-Control-* fields, the upstream's are dropped. */
+  gatewayCors?: boolean
 }
 
 /** A value with anything a field value may not hold removed, so that sending it cannot throw. */
@@ -46,7 +48,8 @@ function varyWithInflection (vary: string | string[] | undefined): string {
  * names and values (what `writeHead` takes): hop-by-hop headers and the names the
  * upstream's Connection lists removed, values cleaned of characters a field value may
  * not hold (as @fastify/http-proxy does: a bad upstream header must not throw), the
- * upstream's RateLimit fields dropped where the gateway sends its own, and the
+ * upstream's RateLimit fields dropped where the gateway sends its own (its
+ * Access-Control-* fields where the gateway answers CORS), and the
  * gateway's own fields, the request id, Vary and the framing of a renamed body added.
  */
 export function answerHeaders (upstream: Readonly<Record<string, string | string[] | undefined>>, answer: AnswerHeaders): string[] {
@@ -55,9 +58,12 @@ export function answerHeaders (upstream: Readonly<Record<string, string | string
     ? new Set(connection.toLowerCase().split(',').map((name) => name.trim()))
     : null
   const out: string[] = []
+  const dropCors = answer.gatewayCors === true
   for (const name in upstream) {
     const value = upstream[name]
     if (value === undefined || HOP_BY_HOP.has(name) || GATEWAY_OWN.has(name) || name === 'vary') continue
+    // An upstream's own grant must not widen, or contradict, what its cors block allows.
+    if (dropCors && name.startsWith('access-control-')) continue
     if ((answer.rateLimited && RATE_LIMIT_FIELDS.has(name)) || (answer.inflected && BODY_FRAMING.has(name))) continue
     if (listed !== null && listed.has(name)) continue
     if (typeof value === 'string') out.push(name, cleanValue(value))

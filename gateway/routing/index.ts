@@ -10,5 +10,5 @@ export { HTTP_METHODS, UpstreamsFileSchema } from './schema.js'
 export type { ConfigFormat } from './parse-text.js'
 export type {
   KeyCase, LoadedUpstreams, LoadOptions, NormalisedPath, ResolvedRoute, ResolvedUpstream, RouteMatch, RouteTable,
-  RouteTableOptions, RouteTraffic, ScopedPolicy, UpstreamConfig, UpstreamRouteConfig, UpstreamsConfig, UpstreamTimeouts
+  RouteCors, RouteTableOptions, RouteTraffic, ScopedPolicy, UpstreamConfig, UpstreamCorsConfig, UpstreamRouteConfig, UpstreamsConfig, UpstreamTimeouts
 } from './types.js'

@@ -3,10 +3,26 @@ import { extname } from 'node:path'
 import { ConfigError } from '../../common/config.js'
 import { deepFreeze } from '../../common/deep-freeze.js'
 import { parseConfigText, type ConfigFormat } from './parse-text.js'
-import type { UpstreamsFileContent } from './schema.js'
+import { HTTP_METHODS, type UpstreamsFileContent } from './schema.js'
 import { checkSchema } from './schema-problems.js'
 import { checkSemantics } from './semantic-checks.js'
-import type { LoadedUpstreams, LoadOptions, UpstreamConfig, UpstreamsConfig } from './types.js'
+import type { LoadedUpstreams, LoadOptions, UpstreamConfig, UpstreamCorsConfig, UpstreamsConfig } from './types.js'
+
+type FileUpstream = UpstreamsFileContent['upstreams'][number]
+
+/** The cors block with its methods filled in: unless listed, every method the upstream's routes declare, and HEAD wherever GET is. */
+function corsConfigOf (cors: NonNullable<FileUpstream['cors']>, routes: FileUpstream['routes']): UpstreamCorsConfig {
+  const declared = new Set(routes.map((r) => r.method))
+  if (declared.has('GET')) declared.add('HEAD')
+  return {
+    origins: [...cors.origins],
+    methods: cors.methods !== undefined ? [...new Set(cors.methods)] : HTTP_METHODS.filter((m) => declared.has(m)),
+    headers: [...new Set(cors.headers.map((h) => h.toLowerCase()))],
+    ...(cors.expose_headers !== undefined ? { expose_headers: [...new Set(cors.expose_headers.map((h) => h.toLowerCase()))] } : {}),
+    credentials: cors.credentials,
+    max_age: cors.max_age
+  }
+}
 
 const FORMATS_BY_EXTENSION: ReadonlyMap<string, ConfigFormat> = new Map([['.yaml', 'yaml'], ['.yml', 'yaml'], ['.json', 'json']])
 
@@ -31,7 +47,8 @@ function toConfig (content: UpstreamsFileContent): UpstreamsConfig {
         ...(r.cost !== undefined ? { cost: r.cost } : {}),
         ...(r.websocket === true ? { websocket: true } : {})
       })),
-      ...(u.policies !== undefined ? { policies: u.policies } : {})
+      ...(u.policies !== undefined ? { policies: u.policies } : {}),
+      ...(u.cors !== undefined ? { cors: corsConfigOf(u.cors, u.routes) } : {})
     }))
   })
 }

@@ -116,19 +116,20 @@ export function createRouteStage (options: RouteStageOptions) {
   }
 
   /** Everything up to the route: thrown problems are refusals of a request that matched nothing. */
-  function match (request: FastifyRequest, repeated: { hosts: number }): { route: ResolvedRoute, upstreamPath: string, search: string, host: string } {
+  function match (request: FastifyRequest, repeated: { hosts: number }, method: string): { route: ResolvedRoute, upstreamPath: string, search: string, host: string } {
     const queryProblem = queryStringProblem(searchOf(request.url))
     if (queryProblem !== null) throw CommonProblems.malformedQuery([queryProblem])
     if (!acceptsJson(request.headers.accept) && !forConsole(request.url)) throw CommonProblems.notAcceptable()
     const host = vouchedHost(request, repeated.hosts)
-    return { ...matchRoute(options.table(), request.method, request.url, request.headers), host }
+    return { ...matchRoute(options.table(), method, request.url, request.headers), host }
   }
 
-  return function routeRequest (request: FastifyRequest, inflection: InflectionRequest): RoutedRequest | RouteRefusal {
+  /** `method`: the one to route by, when not the request's own (a CORS preflight is routed by the method it asks about). */
+  return function routeRequest (request: FastifyRequest, inflection: InflectionRequest, method: string = request.method): RoutedRequest | RouteRefusal {
     const repeated = countRepeatable(request.raw.rawHeaders)
     let matched
     try {
-      matched = match(request, repeated)
+      matched = match(request, repeated, method)
     } catch (err) {
       return { kind: 'refused', refused: err, route: null }
     }

@@ -5,12 +5,13 @@ import {
   basePathOf, CONSOLE_PREFIX, CONSOLE_ROUTES, CONSOLE_UPSTREAM_NAME, IDENTITY_ROUTES, IDENTITY_UPSTREAM_NAME, isAtOrUnder, joinPrefix, patternKey, reservedPrefixOf, withBasePath
 } from './paths.js'
 import { grantsOf } from '../../common/permissions.js'
+import { corsPolicyOf, routeCorsOf, type CorsPolicy } from './cors-policy.js'
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FAIR_SHARE, DEFAULT_RESPONSE_TIMEOUT_MS, DEFAULT_UPSTREAM_CONNECTIONS, HTTP_METHODS } from './schema.js'
 import type {
   ResolvedRoute, ResolvedUpstream, RouteMatch, RouteTable, RouteTableOptions, RouteTraffic, UpstreamConfig, UpstreamRouteConfig, UpstreamsConfig
 } from './types.js'
 
-interface Entry { route: ResolvedRoute, prefix: string }
+interface Entry { route: ResolvedRoute, prefix: string, cors: CorsPolicy | undefined }
 
 const NOT_FOUND: RouteMatch = Object.freeze({ kind: 'not_found' })
 const KNOWN_METHODS: ReadonlySet<string> = new Set(HTTP_METHODS)
@@ -110,9 +111,12 @@ export function buildRouteTable (config: UpstreamsConfig, options: RouteTableOpt
   const upstreams = [...builtIn, ...config.upstreams.map(resolveUpstream)]
   const entries: Entry[] = []
   const add = (method: string, pattern: string, permission: string | null, auth: 'required' | 'none', upstream: ResolvedUpstream, prefix: string,
-    traffic: RouteTraffic, websocket = false): void => {
+    traffic: RouteTraffic, websocket = false, cors?: CorsPolicy): void => {
     const grantedBy = Object.freeze(permission === null ? [] : grantsOf(permission))
-    const entry = { route: Object.freeze({ method, pattern, permission, auth, grantedBy, websocket, upstream, traffic }), prefix }
+    const route: ResolvedRoute = { method, pattern, permission, auth, grantedBy, websocket, upstream, traffic }
+    // Only a route of an upstream with a cors block has the member at all.
+    if (cors !== undefined) route.cors = routeCorsOf(cors, route)
+    const entry = { route: Object.freeze(route), prefix, cors }
     router.on(method as FindMyWay.HTTPMethod, pattern, noop, entry)
     entries.push(entry)
   }
@@ -122,18 +126,19 @@ export function buildRouteTable (config: UpstreamsConfig, options: RouteTableOpt
   const aliases = new Map<string, string>()
   config.upstreams.forEach((upstream, i) => {
     const resolved = upstreams[i + builtIn.length] as ResolvedUpstream
+    const cors = upstream.cors === undefined ? undefined : corsPolicyOf(upstream.cors)
     for (const route of upstream.routes) {
       const pattern = joinPrefix(upstream.prefix, route.path)
-      add(route.method, pattern, route.permission, 'required', resolved, upstream.prefix, routeTraffic(upstream, route, pattern), route.websocket === true)
+      add(route.method, pattern, route.permission, 'required', resolved, upstream.prefix, routeTraffic(upstream, route, pattern), route.websocket === true, cors)
     }
     for (const [source, target] of Object.entries(upstream.aliases)) if (!aliases.has(source)) aliases.set(source, target)
   })
   const routeCount = entries.length
   const routes = Object.freeze(entries.map((e) => e.route))
   const explicitHead = new Set(entries.filter((e) => e.route.method === 'HEAD').map((e) => patternKey(e.route.pattern)))
-  for (const { route, prefix } of entries.slice()) {
+  for (const { route, prefix, cors } of entries.slice()) {
     if (route.method === 'GET' && !explicitHead.has(patternKey(route.pattern))) {
-      add('HEAD', route.pattern, route.permission, route.auth, route.upstream, prefix, route.traffic)
+      add('HEAD', route.pattern, route.permission, route.auth, route.upstream, prefix, route.traffic, false, cors)
     }
   }
 
@@ -162,6 +167,7 @@ export function buildRouteTable (config: UpstreamsConfig, options: RouteTableOpt
     upstreams: Object.freeze(upstreams),
     routes,
     aliases,
+    hasCors: config.upstreams.some((upstream) => upstream.cors !== undefined),
     match (method: string, normalisedPath: string): RouteMatch {
       if (reservedPrefixOf(normalisedPath) !== undefined) return NOT_FOUND
       const canonical = resolveAlias(aliases, normalisedPath)

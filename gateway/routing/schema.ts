@@ -39,6 +39,14 @@
  *       policies:                      # optional: traffic policies of every route of the upstream
  *         - { name: backoffice, kind: rate, limit: 1000, window_seconds: 10, partition: key }
  *         - { name: pool, kind: concurrency, limit: 64, partition: upstream }
+ *       cors:                          # optional: browsers on these origins may call its routes
+ *         origins: [https://app.example.com]  # required: exact scheme://host[:port] origins, or ["*"]
+ *         methods: [GET, POST]         # default: the methods its routes declare (HEAD with GET)
+ *         headers: [authorization]     # default: accept, authorization, content-type, x-api-key,
+ *                                      #   x-api-inflection, x-request-id (request headers allowed)
+ *         expose_headers: [ratelimit]  # optional: response headers the browser app may read
+ *         credentials: false           # default false; never with origins ["*"]
+ *         max_age: 600                 # default 600, 0..86400: seconds a preflight is cached
  *
  * method: GET HEAD POST PUT PATCH DELETE OPTIONS, upper case. HEAD is served wherever GET
  * is declared unless HEAD is declared itself.
@@ -78,6 +86,12 @@ export const MAX_UPSTREAM_CONNECTIONS = 4_096
 export const DEFAULT_FAIR_SHARE = 0.5
 /** Most units one request may cost. */
 export const MAX_ROUTE_COST = 1_000
+/** Request headers a browser may send cross-origin unless the upstream's cors block lists its own. */
+export const DEFAULT_CORS_HEADERS = ['accept', 'authorization', 'content-type', 'x-api-key', 'x-api-inflection', 'x-request-id']
+/** Seconds a browser may cache a preflight's answer unless the cors block says otherwise. */
+export const DEFAULT_CORS_MAX_AGE = 600
+/** Firefox's own cap; Chromium caps at 7200 whatever is sent. */
+export const MAX_CORS_MAX_AGE = 86_400
 /** Longest route pattern, prefix or alias path; request paths are capped at 2048. */
 const MAX_PATTERN_LENGTH = 1_024
 
@@ -94,13 +108,17 @@ export const ALIAS_SOURCE_PATTERN = `^(?:/${STATIC_SEGMENT})+$`
 // The authority may not hold `@` (credentials); the URL parser checks host and port after.
 export const TARGET_PATTERN = `^https?://[^/?#@\\s]+(?:/${STATIC_SEGMENT})*/?$`
 
+// A field name (RFC 9110 §5.1 token).
+export const HEADER_NAME_PATTERN = "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"
+
 /** What to say instead of a regular expression when a value does not match it. */
 export const PATTERN_MESSAGES: ReadonlyMap<string, string> = new Map([
   [NAME_PATTERN, 'must be 1 to 63 characters: a lower-case letter, then lower-case letters, digits or -'],
   [ROUTE_PATH_PATTERN, 'must be a path pattern: / or /segments of [A-Za-z0-9._~-] (not ending in .), :param or a final *; no //, no trailing /'],
   [STATIC_PATH_PATTERN, 'must be / or /segments of [A-Za-z0-9._~-] (not ending in .); no parameters, no //, no trailing /'],
   [ALIAS_SOURCE_PATTERN, 'is not a valid alias path: it must be /segments of [A-Za-z0-9._~-] (not ending in .); not /, no parameters, no //, no trailing /'],
-  [TARGET_PATTERN, 'must be an http:// or https:// URL, optionally with a base path of static segments; no credentials, query or fragment']
+  [TARGET_PATTERN, 'must be an http:// or https:// URL, optionally with a base path of static segments; no credentials, query or fragment'],
+  [HEADER_NAME_PATTERN, 'must be a header name: letters, digits and !#$%&\'*+.^_`|~-']
 ])
 
 const closed = { additionalProperties: false } as const
@@ -123,6 +141,18 @@ export const TimeoutsSchema = Type.Object({
   responseMs: Type.Integer({ minimum: 1, maximum: MAX_RESPONSE_TIMEOUT_MS, default: DEFAULT_RESPONSE_TIMEOUT_MS })
 }, { ...closed, default: {} })
 
+const headerNames = (options: { default?: string[] } = {}) => Type.Array(Type.String({ pattern: HEADER_NAME_PATTERN, maxLength: 256 }), { maxItems: 64, ...options })
+
+/** Which browser origins may call the upstream's routes (checked further in routing/cors-checks.ts). */
+export const CorsSchema = Type.Object({
+  origins: Type.Array(Type.String({ maxLength: 2_048 }), { minItems: 1, maxItems: 256 }),
+  methods: Type.Optional(Type.Array(Type.Enum(HTTP_METHODS), { minItems: 1 })),
+  headers: headerNames({ default: DEFAULT_CORS_HEADERS }),
+  expose_headers: Type.Optional(headerNames()),
+  credentials: Type.Boolean({ default: false }),
+  max_age: Type.Integer({ minimum: 0, maximum: MAX_CORS_MAX_AGE, default: DEFAULT_CORS_MAX_AGE })
+}, closed)
+
 export const UpstreamSchema = Type.Object({
   name: Type.String({ pattern: NAME_PATTERN }),
   target: Type.String({ pattern: TARGET_PATTERN, maxLength: 2_048 }),
@@ -138,7 +168,9 @@ export const UpstreamSchema = Type.Object({
     { ...closed, default: {} }),
   routes: Type.Array(RouteSchema, { minItems: 1 }),
   /** Traffic policies of every route of this upstream. */
-  policies: Type.Optional(TrafficPolicies)
+  policies: Type.Optional(TrafficPolicies),
+  /** Browser origins that may call its routes; absent: the gateway adds no CORS headers for it. */
+  cors: Type.Optional(CorsSchema)
 }, closed)
 
 export const UpstreamsFileSchema = Type.Object({

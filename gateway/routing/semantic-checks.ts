@@ -3,6 +3,7 @@ import {
   basePathOf, CONSOLE_UPSTREAM_NAME, gatewayOwnPrefixOf, IDENTITY_ROUTES, IDENTITY_UPSTREAM_NAME, isAtOrUnder, isGatewayOwnPath, joinPrefix, pathSegments,
   patternCanStartWith, patternKey, reservedPrefixOf, reservedReachOf, withBasePath
 } from './paths.js'
+import { corsProblems } from './cors-checks.js'
 import type { UpstreamsFileContent } from './schema.js'
 
 type Upstream = UpstreamsFileContent['upstreams'][number]
@@ -160,7 +161,7 @@ function checkAliases (upstream: Upstream, place: string, own: DeclaredRoute[], 
  * path across all upstreams, nothing on reserved or identity paths, no route or alias
  * whose upstream path (base path + path without the prefix) is or could be under
  * /admin or /internal, aliases that neither hide a route nor another alias and lead
- * somewhere. Places are given as in
+ * somewhere, cors blocks that browsers can use (cors-checks.ts). Places are given as in
  * the file (`upstreams[1].routes[0]`), prefixed by the caller.
  */
 export function checkSemantics (content: UpstreamsFileContent): SemanticFindings {
@@ -177,6 +178,7 @@ export function checkSemantics (content: UpstreamsFileContent): SemanticFindings
     else names.set(upstream.name, place)
     out.problems.push(...checkTarget(upstream, place))
     out.problems.push(...policyListProblems(upstream.policies ?? []).map((line) => `${place}.policies/${line}`))
+    if (upstream.cors !== undefined) out.problems.push(...corsProblems(upstream.cors, upstream.routes, `${place}.cors`))
     routesByUpstream.push(checkRoutes(upstream, place, declared, out))
   })
   // Aliases are checked against every route, including those of later upstreams.

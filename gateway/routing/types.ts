@@ -24,6 +24,21 @@ export interface UpstreamRouteConfig {
   websocket?: boolean
 }
 
+/** Which browser origins may call an upstream's routes, every default applied. */
+export interface UpstreamCorsConfig {
+  /** Exact origins (`https://app.example.com`), or `*` alone. */
+  origins: string[]
+  /** Methods a preflight may ask for: the file's, or every method its routes declare (HEAD with GET). */
+  methods: string[]
+  /** Request headers a browser may send. */
+  headers: string[]
+  /** Response headers the browser app may read; absent: none beyond the CORS-safelisted ones. */
+  expose_headers?: string[]
+  credentials: boolean
+  /** Seconds a browser may cache a preflight's answer. */
+  max_age: number
+}
+
 export interface UpstreamConfig {
   name: string
   target: string
@@ -41,6 +56,8 @@ export interface UpstreamConfig {
   routes: UpstreamRouteConfig[]
   /** Absent: none. */
   policies?: TrafficPolicy[]
+  /** Absent: the gateway adds no CORS headers to its answers and answers no preflight for it. */
+  cors?: UpstreamCorsConfig
 }
 
 /** The upstreams file with every default applied, deeply frozen. */
@@ -97,6 +114,20 @@ export interface ResolvedRoute {
   websocket: boolean
   upstream: ResolvedUpstream
   traffic: RouteTraffic
+  /** Present only when its upstream has a cors block: a route without one costs the request path a property check. */
+  cors?: RouteCors
+}
+
+/** What the gateway tells a browser about one route, worked out when the table is built. */
+export interface RouteCors {
+  /** Fields (name, value pairs) every answer to a request from `origin` carries; for an origin not allowed, `Vary: Origin` alone. */
+  answerFields: (origin: string) => readonly string[]
+  /** Fields of a preflight's 204 for `origin`, or null for an origin not allowed. */
+  preflightFields: (origin: string) => readonly string[] | null
+  /** Whether the cors block's methods include this route's, so a preflight may ask for it. */
+  readonly methodAllowed: boolean
+  /** The route as traffic control sees a preflight of it: anonymous, so the anonymous policies apply and nothing else. */
+  readonly preflightRoute: ResolvedRoute
 }
 
 export type RouteMatch =
@@ -116,6 +147,8 @@ export interface RouteTable {
   readonly routes: readonly ResolvedRoute[]
   /** Alias path → canonical path, as applied before matching (the first declaration of a path wins). */
   readonly aliases: ReadonlyMap<string, string>
+  /** Some upstream has a cors block: only then can a request be a preflight the gateway answers. */
+  readonly hasCors: boolean
 }
 
 export interface RouteTableOptions {

@@ -156,7 +156,7 @@ t.test('schema errors name the file, the place and what is wrong', async (t) => 
     ['upstreams missing', (d) => { delete (d as Member).upstreams }, ['gateway.yaml: upstreams: is required']],
     ['upstreams empty', (d) => { d.upstreams = [] }, ['gateway.yaml: upstreams: must not be empty']],
     ['upstreams not a list', (d) => { (d as Member).upstreams = { name: 'x' } }, ['gateway.yaml: upstreams: must be a list']],
-    ['unknown upstream member', (d) => { upstream(d).retries = 3 }, ['gateway.yaml: upstreams[0].retries: is not a known member (expected: name, target, prefix, keyCase, timeouts, bodyLimitBytes, connections, fairShare, aliases, routes, policies)']],
+    ['unknown upstream member', (d) => { upstream(d).retries = 3 }, ['gateway.yaml: upstreams[0].retries: is not a known member (expected: name, target, prefix, keyCase, timeouts, bodyLimitBytes, connections, fairShare, aliases, routes, policies, cors)']],
     ['name missing', (d) => { delete upstream(d).name }, ['gateway.yaml: upstreams[0].name: is required']],
     ['name upper case', (d) => { upstream(d).name = 'BackOffice' }, ['gateway.yaml: upstreams[0].name: must be 1 to 63 characters: a lower-case letter, then lower-case letters, digits or -']],
     ['name starting with a digit', (d) => { upstream(d).name = '1bo' }, ['gateway.yaml: upstreams[0].name: must be 1 to 63 characters: a lower-case letter, then lower-case letters, digits or -']],
@@ -504,7 +504,7 @@ t.test('YAML', async (t) => {
 
   t.test('__proto__ is an ordinary unknown member', async (t) => {
     const text = 'upstreams:\n  - name: backoffice\n    target: http://x\n    __proto__: { prefix: /admin }\n    routes:\n      - { method: GET, path: /users, permission: users:list }\n'
-    t.same(problemsOfText(text), ['gateway.yaml: upstreams[0].__proto__: is not a known member (expected: name, target, prefix, keyCase, timeouts, bodyLimitBytes, connections, fairShare, aliases, routes, policies)'])
+    t.same(problemsOfText(text), ['gateway.yaml: upstreams[0].__proto__: is not a known member (expected: name, target, prefix, keyCase, timeouts, bodyLimitBytes, connections, fairShare, aliases, routes, policies, cors)'])
     t.equal(({} as Member).prefix, undefined, 'no prototype was touched')
   })
 
