@@ -45,6 +45,12 @@ export function validateConfig<T> (schema: TObject, raw: Record<string, unknown>
 /** LOG_LEVEL, as every service reads it: pino's levels. */
 export const LOG_LEVEL_PROPERTY = Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, { default: 'info', description: 'pino log level.' })
 
+/** LOG_FORMAT, as every service reads it: JSON lines for machines, or lines for a person at a terminal. */
+export const LOG_FORMAT_PROPERTY = Type.Enum(['json', 'pretty'] as const, {
+  default: 'json',
+  description: '`json`: one JSON object per line (what log collectors read). `pretty`: human-readable lines (pino-pretty), an access line as one sentence; what `npm start` uses unless told otherwise.'
+})
+
 /** A *_TRUST_PROXY value as Fastify's trustProxy takes it: false, true, or the list of addresses as given. */
 export function parseTrustProxy (value: string): boolean | string {
   if (value === 'false') return false

@@ -1,4 +1,5 @@
 import { pino } from 'pino'
+import { prettyLogDestination } from './pretty-log.js'
 
 /** Log lines are held until this many bytes are waiting… */
 const BATCH_BYTES = 4_096
@@ -6,6 +7,19 @@ const BATCH_BYTES = 4_096
 const FLUSH_INTERVAL_MS = 250
 
 let stdout: pino.DestinationStream | null = null
+let format: LogFormat = 'json'
+
+export type LogFormat = 'json' | 'pretty'
+
+/**
+ * How this process writes its log lines to stdout (LOG_FORMAT): set by a service's entry
+ * point once its configuration is read, before any logger is made. Every logger of the
+ * process shares the one stdout destination, so the format is the process's.
+ */
+export function useLogFormat (chosen: LogFormat): void {
+  if (stdout !== null && chosen !== format) throw new Error('the log format is chosen before the first logger is made')
+  format = chosen
+}
 
 /**
  * stdout for every logger of this process, written in batches. One line per request
@@ -17,6 +31,8 @@ let stdout: pino.DestinationStream | null = null
  * lines of several apps in one process in order.
  */
 export function stdoutLogDestination (): pino.DestinationStream {
+  // Written at once, unbatched: a person is watching, and the lines are few.
+  if (stdout === null && format === 'pretty') stdout = prettyLogDestination()
   if (stdout === null) {
     const destination = pino.destination({ dest: 1, minLength: BATCH_BYTES, sync: true, periodicFlush: FLUSH_INTERVAL_MS })
     // pino writes out only asynchronous destinations at exit; this one holds a batch too.

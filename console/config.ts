@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox'
-import { validateConfig, LOG_LEVEL_PROPERTY, parseTrustProxy } from '../common/config.js'
+import { validateConfig, LOG_FORMAT_PROPERTY, LOG_LEVEL_PROPERTY, parseTrustProxy } from '../common/config.js'
+import type { LogFormat } from '../common/log-destination.js'
 import { deepFreeze } from '../common/deep-freeze.js'
 
 /**
@@ -14,7 +15,8 @@ export const ConsoleEnvSchema = Type.Object({
   CONSOLE_COOKIE_SECRET: Type.String({ minLength: 32, description: 'Encrypts and authenticates the session cookie (which holds the user\'s tokens). Required; at least 32 characters (openssl rand -hex 32); the same in every console process.' }),
   CONSOLE_SECURE_COOKIE: Type.Boolean({ default: true, description: 'true: the cookie is `__Host-portier-console`, Secure (HTTPS only); false: `portier-console` without Secure, for plain http on loopback only (npm start).' }),
   CONSOLE_TRUST_PROXY: Type.String({ default: 'false', description: 'Whose X-Forwarded-For/-Host/-Proto to believe (the gateways): false, true, or a comma list of IPs/CIDRs. The client IP passed to identity and the origin checked on forms come from them.' }),
-  LOG_LEVEL: LOG_LEVEL_PROPERTY
+  LOG_LEVEL: LOG_LEVEL_PROPERTY,
+  LOG_FORMAT: LOG_FORMAT_PROPERTY
 }, { additionalProperties: true })
 
 type ConsoleEnv = Static<typeof ConsoleEnvSchema>
@@ -28,6 +30,8 @@ export interface ConsoleConfig {
   secureCookie: boolean
   trustProxy: boolean | string
   logLevel: string
+  /** LOG_FORMAT: how stdout's lines are written (json unless set). */
+  logFormat?: LogFormat
 }
 
 /** Reads and validates the console's environment, deep-frozen; throws a ConfigError naming every bad variable. */
@@ -41,6 +45,7 @@ export function loadConsoleConfig (env: Record<string, string | undefined> = pro
     cookieSecret: e.CONSOLE_COOKIE_SECRET,
     secureCookie: e.CONSOLE_SECURE_COOKIE,
     trustProxy: parseTrustProxy(e.CONSOLE_TRUST_PROXY),
-    logLevel: e.LOG_LEVEL
+    logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT
   })
 }

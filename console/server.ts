@@ -1,5 +1,6 @@
 import closeWithGrace from 'close-with-grace'
 import { ConfigError } from '../common/config.js'
+import { useLogFormat } from '../common/log-destination.js'
 import { buildConsole } from './app.js'
 import { loadConsoleConfig } from './config.js'
 
@@ -15,6 +16,7 @@ async function main (): Promise<void> {
     }
     throw err
   }
+  useLogFormat(config.logFormat ?? 'json')
   const app = await buildConsole(config)
   closeWithGrace({ delay: 10_000 }, async () => { await app.close() })
   await app.listen({ host: config.host, port: config.port })

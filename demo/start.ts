@@ -1,6 +1,7 @@
 import closeWithGrace from 'close-with-grace'
 import { ConfigError } from '../common/config.js'
 import { createMemoryEventBus } from '../common/event-bus.js'
+import { useLogFormat } from '../common/log-destination.js'
 import { buildConsole } from '../console/app.js'
 import { loadConsoleConfig } from '../console/config.js'
 import { buildGatewayServer, buildMetricsServer } from '../gateway/app.js'
@@ -63,6 +64,8 @@ function loadConfigs (env: Record<string, string | undefined>) {
     // The console is reached through the in-process gateway, over plain http on loopback: no Secure cookie there.
     CONSOLE_TRUST_PROXY: TRUST_THE_IN_PROCESS_GATEWAY,
     CONSOLE_SECURE_COOKIE: 'false',
+    // A person is watching: readable lines, which leave the banner's one-time secrets readable above them too.
+    LOG_FORMAT: 'pretty',
     ...env
   }
   // The database's folder holds the credentials; identity's schema validates the path itself below.
@@ -123,6 +126,8 @@ function exit (err: unknown): never {
 async function main (): Promise<void> {
   const configs = exitOnConfigError(() => loadConfigs(process.env))
   const { identity: identityConfig, gateway: gatewayConfig, upstreamMock: mockConfig } = configs
+  // One process, one stdout: every service's LOG_FORMAT is the same variable.
+  useLogFormat(identityConfig.logFormat ?? 'pretty')
   // Both read REDIS_URL / REDIS_CLUSTER_NODES from the one environment.
   const redis = identityConfig.redis
   // One bus for both when there is no Redis: identity's events reach the gateway at once.

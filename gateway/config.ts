@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os'
 import { Type, type Static, type TSchema } from 'typebox'
-import { ConfigError, validateConfig, LOG_LEVEL_PROPERTY, parseTrustProxy } from '../common/config.js'
+import { ConfigError, validateConfig, LOG_FORMAT_PROPERTY, LOG_LEVEL_PROPERTY, parseTrustProxy } from '../common/config.js'
+import type { LogFormat } from '../common/log-destination.js'
 import { deepFreeze } from '../common/deep-freeze.js'
 import { listenerEnvProperties, listenerLimitsFromEnv, type ListenerTimeouts } from '../common/listener-limits.js'
 import type { UnreadBodyLimits } from '../common/unread-body.js'
@@ -110,7 +111,8 @@ export const GatewayEnvSchema = Type.Object({
   GATEWAY_VERIFY_ALLOW_MAX_AGE_SECONDS: Type.Integer({ minimum: 0, maximum: 1, default: 0, description: 'How long a proxy may keep a verify allow that took no rate limit or quota (`Cache-Control: private, max-age`); 0: every answer is `no-store`. A kept allow outlives a revocation by up to this, hence at most 1.' }),
   GATEWAY_TRUST_PROXY: Type.String({ default: 'false', description: 'Whose X-Forwarded-* to trust (load balancers in front): false, true, or a comma list of IPs/CIDRs.' }),
   GATEWAY_SHUTDOWN_GRACE_SECONDS: Type.Number({ minimum: 0, maximum: 300, default: 10, description: 'On SIGTERM, how long in-flight requests get to finish.' }),
-  LOG_LEVEL: LOG_LEVEL_PROPERTY
+  LOG_LEVEL: LOG_LEVEL_PROPERTY,
+  LOG_FORMAT: LOG_FORMAT_PROPERTY
 }, { additionalProperties: true })
 
 type GatewayEnv = Static<typeof GatewayEnvSchema>
@@ -127,6 +129,8 @@ export interface GatewayServerConfig {
   trustProxy: boolean | string
   shutdownGraceMs: number
   logLevel: string
+  /** LOG_FORMAT: how stdout's lines are written (json unless set). */
+  logFormat?: LogFormat
   /** The listener's header, request and keep-alive timeouts; default DEFAULT_LISTENER_TIMEOUTS. */
   timeouts?: ListenerTimeouts
   /** What the listener does with a request body it answers without reading; default DEFAULT_UNREAD_BODY_LIMITS. */
@@ -167,6 +171,7 @@ export function loadGatewayConfig (env: Record<string, string | undefined> = pro
     trustProxy: parseTrustProxy(e.GATEWAY_TRUST_PROXY),
     shutdownGraceMs: e.GATEWAY_SHUTDOWN_GRACE_SECONDS * 1000,
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
     timeouts: listeners.timeouts,
     unreadBodies: listeners.unreadBodies,
     plugin: {

@@ -1,5 +1,6 @@
 import cluster from 'node:cluster'
 import { ConfigError } from '../common/config.js'
+import { useLogFormat } from '../common/log-destination.js'
 import { loadGatewayConfig } from './config.js'
 import { WORKER_MARKER } from './workers/protocol.js'
 
@@ -11,6 +12,7 @@ import { WORKER_MARKER } from './workers/protocol.js'
 async function main (): Promise<void> {
   try {
     const config = loadGatewayConfig()
+    useLogFormat(config.logFormat ?? 'json')
     if (cluster.isWorker && process.env[WORKER_MARKER] === '1') {
       await (await import('./workers/worker.js')).runWorker(config)
     } else if (config.workers > 1) {

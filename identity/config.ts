@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox'
 import { ACCESS_TOKEN_ALGORITHMS, type AccessTokenAlgorithm } from '../common/access-token-profile.js'
-import { ConfigError, validateConfig, LOG_LEVEL_PROPERTY, parseTrustProxy } from '../common/config.js'
+import { ConfigError, validateConfig, LOG_FORMAT_PROPERTY, LOG_LEVEL_PROPERTY, parseTrustProxy } from '../common/config.js'
+import type { LogFormat } from '../common/log-destination.js'
 import { deepFreeze } from '../common/deep-freeze.js'
 import { listenerEnvProperties, listenerLimitsFromEnv, type ListenerTimeouts } from '../common/listener-limits.js'
 import type { UnreadBodyLimits } from '../common/unread-body.js'
@@ -47,7 +48,8 @@ export const IdentityEnvSchema = Type.Object({
   IDENTITY_PUBLIC_BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, maximum: 1_048_576, default: 8_192, description: 'Largest accepted request body on the public listener: login, refresh, logout and self-service need a few hundred bytes (8 KiB).' }),
   ...listenerEnvProperties('IDENTITY', "identity's two listeners"),
   IDENTITY_TRUST_PROXY: Type.String({ default: 'false', description: 'Whose X-Forwarded-For to trust for client IPs: false, true, or a comma list of IPs/CIDRs (e.g. the gateways).' }),
-  LOG_LEVEL: LOG_LEVEL_PROPERTY
+  LOG_LEVEL: LOG_LEVEL_PROPERTY,
+  LOG_FORMAT: LOG_FORMAT_PROPERTY
 }, { additionalProperties: true })
 
 type IdentityEnv = Static<typeof IdentityEnvSchema>
@@ -112,6 +114,8 @@ export interface IdentityCoreConfig {
   unreadBodies: UnreadBodyLimits
   trustProxy: boolean | string
   logLevel: string
+  /** LOG_FORMAT: how stdout's lines are written (json unless set). */
+  logFormat?: LogFormat
 }
 
 export interface IdentityConfig extends IdentityCoreConfig {
@@ -179,7 +183,8 @@ function coreConfig (e: IdentityCliEnv): IdentityCoreConfig {
     bufferedBodiesMaxBytes: listeners.bufferedBodiesMaxBytes,
     unreadBodies: listeners.unreadBodies,
     trustProxy: parseTrustProxy(e.IDENTITY_TRUST_PROXY),
-    logLevel: e.LOG_LEVEL
+    logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT
   }
 }
 

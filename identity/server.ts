@@ -1,5 +1,6 @@
 import closeWithGrace from 'close-with-grace'
 import { ConfigError } from '../common/config.js'
+import { useLogFormat } from '../common/log-destination.js'
 import { buildIdentity } from './app.js'
 import { loadIdentityConfig } from './config.js'
 
@@ -24,6 +25,7 @@ async function main (): Promise<void> {
   let identity
   try {
     config = loadIdentityConfig()
+    useLogFormat(config.logFormat ?? 'json')
     // Building may refuse too: stored signing keys the configured secret cannot open.
     identity = await buildIdentity(config)
   } catch (err) {

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox'
-import { ConfigError, validateConfig } from '../common/config.js'
+import { ConfigError, validateConfig, LOG_FORMAT_PROPERTY } from '../common/config.js'
+import type { LogFormat } from '../common/log-destination.js'
 import { deepFreeze } from '../common/deep-freeze.js'
 import { listenerEnvProperties, listenerLimitsFromEnv, type ListenerTimeouts } from '../common/listener-limits.js'
 import type { UnreadBodyLimits } from '../common/unread-body.js'
@@ -22,7 +23,8 @@ export const UpstreamMockEnvSchema = Type.Object({
   UPSTREAM_MOCK_USERS: Users('Seeded users (tasks: 2×, meetings: ½×, at least 1).'),
   UPSTREAM_MOCK_SEED: Seed('PRNG seed of the generated data (same seed and size: byte-identical bodies).'),
   ...listenerEnvProperties('UPSTREAM_MOCK', 'the mock'),
-  LOG_LEVEL: LogLevel
+  LOG_LEVEL: LogLevel,
+  LOG_FORMAT: LOG_FORMAT_PROPERTY
 }, { additionalProperties: true })
 
 type UpstreamMockEnv = Static<typeof UpstreamMockEnvSchema>
@@ -45,6 +47,8 @@ export interface UpstreamMockConfig {
   bufferedBodiesMaxBytes: number
   unreadBodies: UnreadBodyLimits
   logLevel: string
+  /** LOG_FORMAT: how stdout's lines are written (json unless set). */
+  logFormat?: LogFormat
 }
 
 /** Reads and validates the server's environment, deep-frozen; throws a ConfigError naming every bad variable. */
@@ -61,6 +65,7 @@ export function loadUpstreamMockConfig (env: Record<string, string | undefined> 
     timeouts: listeners.timeouts,
     bufferedBodiesMaxBytes: listeners.bufferedBodiesMaxBytes,
     unreadBodies: listeners.unreadBodies,
-    logLevel: e.LOG_LEVEL
+    logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT
   })
 }

@@ -1,6 +1,7 @@
 import closeWithGrace from 'close-with-grace'
 import { parseArgs } from 'node:util'
 import { ConfigError } from '../common/config.js'
+import { useLogFormat } from '../common/log-destination.js'
 import { buildUpstreamMock } from './app.js'
 import { loadUpstreamMockConfig, MAX_USERS, MIN_USERS } from './config.js'
 
@@ -56,6 +57,7 @@ async function main (): Promise<void> {
     }
     throw err
   }
+  useLogFormat(config.logFormat ?? 'json')
   const app = await buildUpstreamMock({
     users: config.users, seed: config.seed, logLevel: config.logLevel, timeouts: config.timeouts, unreadBodies: config.unreadBodies, bufferedBodiesMaxBytes: config.bufferedBodiesMaxBytes
   })

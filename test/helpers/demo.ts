@@ -39,6 +39,8 @@ export async function demoEnvironment (t: Test, extra: Record<string, string> = 
       IDENTITY_DATABASE_PATH: databasePath,
       GATEWAY_UPSTREAMS_FILE: upstreams,
       LOG_LEVEL: 'info',
+      // npm start writes readable lines by default; the tests read JSON ones (test/demo/pretty-logs.test.ts reads the others).
+      LOG_FORMAT: 'json',
       ...extra
     },
     dir,
