@@ -1,6 +1,6 @@
 import t from 'tap'
 import {
-  checkAllClaimed, checkCompose, checkDashboards, checkDockerfile, checkKubernetes, checkNoCommittedSecrets, checkReadme, checkSecretScanning, checkShellScripts,
+  checkAllClaimed, checkCompose, checkDashboards, checkDockerfile, checkKubernetes, checkNoCommittedSecrets, checkReadme, checkSecretScanning, checkShellScripts, checkVerifyExamples,
   loadCodeFacts, loadDeployTree, Problems, REPO_ROOT, type DeployTree
 } from './checker/index.js'
 
@@ -35,6 +35,8 @@ const CHECKS: Array<[string, (problems: Problems) => void]> = [
     (p) => { checkNoCommittedSecrets(tree, p) }],
   ['the Grafana dashboards: a uid, a title and panels',
     (p) => { checkDashboards(tree, p) }],
+  ['the verify API\'s proxy examples ask their own shape; the ones the tests run keep their placeholders',
+    (p) => { checkVerifyExamples(tree, p) }],
   ['the secret scanning rules for API keys are there',
     (p) => { checkSecretScanning(tree, p) }],
   ['the secret-making script and deploy/README.md cover every file',

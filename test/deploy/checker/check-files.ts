@@ -119,3 +119,27 @@ export function checkSecretScanning (tree: DeployTree, problems: Problems): void
   if (readme === undefined) problems.add(SECRET_SCANNING_README, '', 'missing: the GitHub custom pattern for API keys')
   else if (!readme.text.includes('Secret format')) problems.add(SECRET_SCANNING_README, '', 'does not give the GitHub custom pattern ("Secret format")')
 }
+
+/** The verify API's proxy examples: each points at its own verify shape; the two the tests run keep the addresses they fill in. */
+const VERIFY_EXAMPLES: Array<[string, 'proxy-config' | 'yaml', string]> = [
+  ['deploy/verify/nginx.conf', 'proxy-config', '/v1/verify/nginx'],
+  ['deploy/verify/Caddyfile', 'proxy-config', '/v1/verify/forward-auth'],
+  ['deploy/verify/traefik.yaml', 'yaml', '/v1/verify/forward-auth'],
+  ['deploy/verify/envoy.yaml', 'yaml', '/v1/verify/envoy']
+]
+
+export function checkVerifyExamples (tree: DeployTree, problems: Problems): void {
+  for (const [path, kind, endpoint] of VERIFY_EXAMPLES) {
+    const file = claim(tree, path, kind)
+    if (file === undefined) {
+      problems.add(path, '', 'missing: docs/verify-api.md points at it')
+      continue
+    }
+    if (!file.text.includes(endpoint)) problems.add(path, '', `does not ask ${endpoint}`)
+    if (kind === 'proxy-config') {
+      for (const placeholder of ['{{LISTEN}}', '{{UPSTREAM}}', '{{VERIFY}}']) {
+        if (!file.text.includes(placeholder)) problems.add(path, '', `lacks ${placeholder}, which the verify tests fill in to run it`)
+      }
+    }
+  }
+}

@@ -16,6 +16,8 @@ export type DeployFile =
   | { kind: 'shell', path: string, text: string }
   | { kind: 'json', path: string, text: string, value: unknown }
   | { kind: 'toml', path: string, text: string }
+  /** nginx's and Caddy's own formats: run by the verify tests (test/gateway/verify/real-proxies.test.ts), which are their parser. */
+  | { kind: 'proxy-config', path: string, text: string }
 
 export type DeployFileKind = DeployFile['kind']
 
@@ -41,7 +43,8 @@ const RULES: Array<[RegExp, DeployFileKind]> = [
   [/\.md$/, 'markdown'],
   [/\.sh$/, 'shell'],
   [/\.json$/, 'json'],
-  [/\.toml$/, 'toml']
+  [/\.toml$/, 'toml'],
+  [/(^|\/)verify\/(nginx\.conf|Caddyfile)$/, 'proxy-config']
 ]
 
 export function kindOf (path: string): DeployFileKind | null {
@@ -73,6 +76,7 @@ export function parseDeployFile (path: string, kind: DeployFileKind, text: strin
     case 'json': return { kind, path, text, value: JSON.parse(text) as unknown }
     // Read and checked by test/meta/secret-scanning.test.ts, the one TOML file's reader.
     case 'toml': return { kind, path, text }
+    case 'proxy-config': return { kind, path, text }
   }
 }
 

@@ -7,6 +7,6 @@ export { kindOf, loadDeployTree, parseDeployFile, type DeployTree } from './depl
 export { checkDockerfile, DOCKERFILE } from './check-dockerfile.js'
 export { checkCompose, COMPOSE } from './check-compose.js'
 export { checkKubernetes, KUSTOMIZATION, readKubernetes, type KubernetesInput } from './check-kubernetes.js'
-export { checkAllClaimed, checkDashboards, checkNoCommittedSecrets, checkReadme, checkSecretScanning, checkShellScripts, MAKE_SECRETS, README } from './check-files.js'
+export { checkAllClaimed, checkDashboards, checkNoCommittedSecrets, checkReadme, checkSecretScanning, checkShellScripts, checkVerifyExamples, MAKE_SECRETS, README } from './check-files.js'
 export { parseDockerfile } from './parse-dockerfile.js'
 export { Problems, type Node } from './problems.js'

@@ -1,0 +1,79 @@
+import t from 'tap'
+import { loadGatewayConfig } from '../../../gateway/config.js'
+import { ConfigError } from '../../../common/config.js'
+import { assertProblem, assertStatus } from '../../helpers/assert.js'
+import { http, rawRequest, type RawAnswer } from '../../helpers/http.js'
+import { startVerifyStack } from './verify-stack.js'
+
+t.test('Envoy ext_authz: the request as Envoy sends it to an HTTP authorization service', async (t) => {
+  const s = await startVerifyStack(t)
+  const writer = await s.createKey(['debug:write'])
+  // What Envoy sends: the original method, path_prefix + the original path and query, the
+  // allowed headers (the credential, Host), its own, and no body (Content-Length: 0).
+  const envoy = async (method: string, path: string, key: string): Promise<RawAnswer> => await rawRequest(s.verifyUrl, `/v1/verify/envoy${path}`, {
+    method,
+    headers: { host: 'api.example.com', 'x-api-key': key, 'content-length': '0', 'x-forwarded-proto': 'https', 'x-envoy-expected-rq-timeout-ms': '200', 'x-forwarded-for': '203.0.113.9', accept: '*/*' }
+  })
+  const allowed = await envoy('POST', '/echo?a=1', writer.key)
+  assertStatus(t, allowed, 200, 'POST /echo with debug:write: allowed')
+  t.equal(allowed.headers['x-portier-principal'], writer.id, 'allowed_upstream_headers can copy X-Portier-Principal')
+  t.equal(allowed.headers['x-portier-verify-code'], 'VALID', 'code VALID')
+  const refused = await envoy('GET', '/echo', writer.key)
+  assertProblem(t, refused, 403, 'permission_denied', 'GET /echo needs debug:read: the gateway\'s own 403 problem, which Envoy passes to the client')
+  t.equal(refused.headers['x-portier-principal'], writer.id, 'a refusal names the key too')
+  const tricked = await envoy('GET', '/echo/../users', writer.key)
+  assertProblem(t, tricked, 400, 'malformed_path', 'a path trick is refused, as the gateway refuses it')
+})
+
+t.test('who may ask, and whose forwarded headers count', async (t) => {
+  const s = await startVerifyStack(t, { verify: { clients: ['10.0.0.0/8'], proxies: ['192.0.2.1/32'] } })
+  const key = await s.createKey(['users:list'])
+  assertProblem(t, await http(`${s.verifyUrl}/v1/verify`, { body: { key: key.key, method: 'GET', path: '/users' } }), 403, 'verify_caller_refused', 'JSON from an address not in GATEWAY_VERIFY_CLIENTS')
+  const nginx = await http(`${s.verifyUrl}/v1/verify/nginx`, { headers: { 'x-api-key': key.key, 'x-original-method': 'GET', 'x-original-uri': '/users' } })
+  t.equal(nginx.status, 403, 'the nginx shape from an address not in GATEWAY_VERIFY_PROXIES: 403, the deny nginx understands')
+  t.equal(nginx.headers['x-portier-principal'], '', 'naming no one')
+  assertProblem(t, await http(`${s.verifyUrl}/v1/verify/forward-auth`, { headers: { 'x-api-key': key.key, 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/users' } }), 403, 'verify_caller_refused', 'forward auth too')
+})
+
+t.test('a question badly put is answered, and changes nothing', async (t) => {
+  const s = await startVerifyStack(t)
+  const key = await s.createKey(['users:list'], { policies: [{ name: 'one', kind: 'rate', limit: 1, window_seconds: 600, partition: 'key' }] })
+  assertStatus(t, await http(`${s.verifyUrl}/v1/verify`, { body: { key: key.key, path: '/users' } }), 400, 'JSON without a method: 400')
+  assertStatus(t, await http(`${s.verifyUrl}/v1/verify`, { body: { key: key.key, method: 'GET', path: 'users' } }), 400, 'a path not starting with /: 400')
+  assertProblem(t, await http(`${s.verifyUrl}/v1/verify`, { body: { key: key.key, method: 'GET', path: '/users', ip: 'nowhere' } }), 400, 'verify_question_invalid', 'an ip that is not one: 400')
+  const nginx = await http(`${s.verifyUrl}/v1/verify/nginx`, { headers: { 'x-api-key': key.key } })
+  t.equal(nginx.status, 403, 'nginx without X-Original-*: 403, never a status nginx makes a 500 of')
+  assertProblem(t, await http(`${s.verifyUrl}/v1/verify/forward-auth`, { headers: { 'x-api-key': key.key } }), 400, 'verify_question_invalid', 'forward auth without X-Forwarded-*: 400')
+  t.equal((await s.ask('json', 'GET', '/users', { 'x-api-key': key.key })).code, 'VALID', 'none of them took the rate limit\'s one unit')
+})
+
+t.test('an allow may be kept for a second only when opted in, and never one that took a limit', async (t) => {
+  const s = await startVerifyStack(t, { verify: { allowMaxAgeSeconds: 1 } })
+  const plain = await s.createKey(['users:list'])
+  const limited = await s.createKey(['users:list'], { policies: [{ name: 'many', kind: 'rate', limit: 100, window_seconds: 60, partition: 'key' }] })
+  t.equal((await s.ask('nginx', 'GET', '/users', { 'x-api-key': plain.key })).answer.headers['cache-control'], 'private, max-age=1', 'an allow without limits')
+  t.equal((await s.ask('nginx', 'GET', '/users', { 'x-api-key': limited.key })).answer.headers['cache-control'], 'no-store', 'an allow that took a rate limit')
+  t.equal((await s.ask('nginx', 'GET', '/nowhere', { 'x-api-key': plain.key })).answer.headers['cache-control'], 'no-store', 'a deny')
+})
+
+t.test('GATEWAY_VERIFY_* configuration', async (t) => {
+  const base = { IDENTITY_SERVICE_TOKEN: 'x'.repeat(40) }
+  t.equal(loadGatewayConfig(base).verify, null, 'off unless GATEWAY_VERIFY_LISTENER is set')
+  t.same(loadGatewayConfig({ ...base, GATEWAY_VERIFY_LISTENER: '127.0.0.1:3010' }).verify,
+    { host: '127.0.0.1', port: 3010, clients: ['127.0.0.1/32', '::1/128'], proxies: ['127.0.0.1/32', '::1/128'], allowMaxAgeSeconds: 0 }, 'loopback only by default')
+  t.same(loadGatewayConfig({ ...base, GATEWAY_VERIFY_LISTENER: '[::1]:3010', GATEWAY_VERIFY_PROXIES: '10.1.0.0/16, 192.0.2.7' }).verify?.proxies, ['10.1.0.0/16', '192.0.2.7'], 'an IPv6 listener, a proxy list')
+  for (const [env, named] of [
+    [{ GATEWAY_VERIFY_LISTENER: '3010' }, /GATEWAY_VERIFY_LISTENER: must be host:port/],
+    [{ GATEWAY_VERIFY_LISTENER: '127.0.0.1:3010', GATEWAY_VERIFY_CLIENTS: '10.0.0.0/33' }, /GATEWAY_VERIFY_CLIENTS: "10.0.0.0\/33"/],
+    [{ GATEWAY_VERIFY_LISTENER: '127.0.0.1:3010', GATEWAY_VERIFY_PROXIES: 'nginx' }, /GATEWAY_VERIFY_PROXIES: "nginx"/],
+    [{ GATEWAY_VERIFY_ALLOW_MAX_AGE_SECONDS: '30' }, /GATEWAY_VERIFY_ALLOW_MAX_AGE_SECONDS/]
+  ] as const) {
+    let refusal = ''
+    try {
+      loadGatewayConfig({ ...base, ...env })
+    } catch (err) {
+      if (err instanceof ConfigError) refusal = err.message
+    }
+    t.match(refusal, named, `refused, naming it: ${JSON.stringify(env)}`)
+  }
+})
