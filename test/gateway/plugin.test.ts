@@ -36,8 +36,8 @@ t.test('the plugin mounted in a host app that has routes of its own', async (t) 
     'the JSON-only Accept check applies to gateway routes inside the host')
   t.equal((await http(`${url}/host/hello`, { headers: { accept: 'text/html' } })).status, 200, 'but not to the host\'s own routes')
   t.equal(typeof host.portierGateway.reload, 'function', 'the host can reach the gateway (reload on its own signal)')
-  t.same(Object.keys(host.portierGateway).sort(), ['metrics', 'metricsRoute', 'reload', 'table'],
-    'and only what a host needs: no verifier, cache or connection of the runtime')
+  t.same(Object.keys(host.portierGateway).sort(), ['metrics', 'metricsRoute', 'reload', 'table', 'verify'],
+    'and only what a host needs (verify: the decision a verify listener answers with): no verifier, cache or connection of the runtime')
   t.same(Object.keys(host.portierGateway.metrics), ['registry'], 'of the metrics, the registry alone')
   t.equal((await http(`${url}/healthz`)).status, 404, 'observability routes stay off when the host asks')
 

@@ -1,4 +1,5 @@
 import t from 'tap'
+import { request as httpRequest } from 'node:http'
 import { loadGatewayConfig } from '../../../gateway/config.js'
 import { ConfigError } from '../../../common/config.js'
 import { assertProblem, assertStatus } from '../../helpers/assert.js'
@@ -33,6 +34,35 @@ t.test('who may ask, and whose forwarded headers count', async (t) => {
   t.equal(nginx.status, 403, 'the nginx shape from an address not in GATEWAY_VERIFY_PROXIES: 403, the deny nginx understands')
   t.equal(nginx.headers['x-portier-principal'], '', 'naming no one')
   assertProblem(t, await http(`${s.verifyUrl}/v1/verify/forward-auth`, { headers: { 'x-api-key': key.key, 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/users' } }), 403, 'verify_caller_refused', 'forward auth too')
+})
+
+t.test('per-IP limits count the client a proxy names, and only a proxy may name it', async (t) => {
+  const s = await startVerifyStack(t, { verify: { clients: ['127.0.0.1/32'], proxies: ['127.0.0.2/32'] } })
+  const key = await s.createKey(['users:list'], { policies: [{ name: 'one-per-ip', kind: 'rate', limit: 1, window_seconds: 600, partition: 'ip' }] })
+  const ask = async (forwardedFor: string): Promise<string> => (await s.ask('json', 'GET', '/users', { 'x-api-key': key.key }, { 'x-forwarded-for': forwardedFor })).code
+  t.equal(await ask('203.0.113.1'), 'VALID', 'a JSON client\'s X-Forwarded-For is not believed: the count is the caller\'s own')
+  t.equal(await ask('203.0.113.2'), 'RATE_LIMITED', 'so another forwarded address changes nothing')
+  // The proxy is another loopback address (all of 127/8 is loopback on Linux).
+  const { port } = new URL(s.verifyUrl)
+  const viaProxy = async (forwardedFor: string): Promise<string> => await new Promise((resolve, reject) => {
+    const request = httpRequest({
+      host: '127.0.0.1',
+      port,
+      localAddress: '127.0.0.2',
+      path: '/v1/verify/nginx',
+      agent: false,
+      headers: { 'x-api-key': key.key, 'x-original-method': 'GET', 'x-original-uri': '/users', 'x-forwarded-for': forwardedFor }
+    }, (response) => {
+      response.resume()
+      resolve(String(response.headers['x-portier-verify-code']))
+    })
+    request.on('error', reject)
+    request.end()
+  })
+  const first = await viaProxy('198.51.100.7')
+  t.equal(first, 'VALID', 'from the proxy, the client it names has its own count')
+  t.equal(await viaProxy('10.9.9.9, 198.51.100.7'), 'RATE_LIMITED', 'the last X-Forwarded-For entry is the client: a client cannot pick a fresh count by prefixing one')
+  t.equal(await viaProxy('198.51.100.8'), 'VALID', 'another client, another count')
 })
 
 t.test('a question badly put is answered, and changes nothing', async (t) => {
