@@ -14,7 +14,8 @@ t.test('the console\'s configuration is checked at start, naming the bad variabl
     cookieSecret: '…',
     secureCookie: true,
     trustProxy: false,
-    logLevel: 'info'
-  }, 'the defaults: loopback, a Secure cookie, no proxy trusted')
+    logLevel: 'info',
+    logFormat: 'json'
+  }, 'the defaults: loopback, a Secure cookie, no proxy trusted, JSON logs')
   t.equal(loadConsoleConfig({ CONSOLE_COOKIE_SECRET: 'c'.repeat(32), CONSOLE_TRUST_PROXY: '10.0.0.0/8' }).trustProxy, '10.0.0.0/8')
 })

@@ -73,9 +73,9 @@ t.test('happy: configuration defaults and overrides', async (t) => {
     bufferedBodiesMaxBytes: 16_777_216,
     unreadBodies: { drainMaxBytes: 65_536, lingerMs: 5_000, lingerMaxBytes: 16_777_216 }
   }
-  t.same(loadUpstreamMockConfig({}), { host: '127.0.0.1', port: 4000, users: 100, seed: DEFAULT_SEED, logLevel: 'info', ...listeners }, 'defaults')
-  t.same(loadUpstreamMockConfig({ UPSTREAM_MOCK_HOST: '0.0.0.0', UPSTREAM_MOCK_PORT: '4100', UPSTREAM_MOCK_USERS: '2000', UPSTREAM_MOCK_SEED: '7', LOG_LEVEL: 'warn' }),
-    { host: '0.0.0.0', port: 4100, users: 2000, seed: 7, logLevel: 'warn', ...listeners }, 'from the environment')
+  t.same(loadUpstreamMockConfig({}), { host: '127.0.0.1', port: 4000, users: 100, seed: DEFAULT_SEED, logLevel: 'info', logFormat: 'json', ...listeners }, 'defaults')
+  t.same(loadUpstreamMockConfig({ UPSTREAM_MOCK_HOST: '0.0.0.0', UPSTREAM_MOCK_PORT: '4100', UPSTREAM_MOCK_USERS: '2000', UPSTREAM_MOCK_SEED: '7', LOG_LEVEL: 'warn', LOG_FORMAT: 'pretty' }),
+    { host: '0.0.0.0', port: 4100, users: 2000, seed: 7, logLevel: 'warn', logFormat: 'pretty', ...listeners }, 'from the environment')
   t.equal(loadUpstreamMockConfig({ UPSTREAM_MOCK_USERS: '2000' }, { users: 10 }).users, 10, 'the flag wins')
   t.equal(loadUpstreamMockConfig({ UPSTREAM_MOCK_USERS: '' }).users, 100, 'empty means unset')
   t.throws(() => loadUpstreamMockConfig({ UPSTREAM_MOCK_USERS: '9' }), ConfigError)
