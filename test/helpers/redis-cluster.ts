@@ -72,13 +72,15 @@ async function waitFor (what: string, probe: () => Promise<boolean>, timeoutMs =
 export async function startRedisCluster (t: Teardown): Promise<TestRedisCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'portier-redis-cluster-'))
   const ports = [await freePort(), await freePort(), await freePort()]
+  // Each node's cluster bus port too: by default it is the port + 10000, which nobody checked was free.
+  const busPorts = [await freePort(), await freePort(), await freePort()]
   const children: Array<ChildProcess | null> = ports.map(() => null)
 
   const spawnNode = async (index: number): Promise<void> => {
     const port = ports[index] as number
     children[index] = spawn('redis-server', [
       '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--loglevel', 'warning',
-      '--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`),
+      '--cluster-enabled', 'yes', '--cluster-port', String(busPorts[index]), '--cluster-config-file', join(dir, `nodes-${port}.conf`),
       '--cluster-node-timeout', String(CLUSTER_NODE_TIMEOUT_MS), '--dir', dir
     ], { stdio: 'ignore' })
     await waitFor(`node ${port} answering`, async () => await clusterState(port) !== 'unreachable')
