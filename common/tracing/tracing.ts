@@ -85,6 +85,7 @@ export function startTracing (config: TracingConfig, onDropped: OnDropped): Trac
       propagator.inject(trace.setSpan(ROOT_CONTEXT, span), pairs, pairSetter)
       return pairs
     },
-    shutdown: async () => { await provider.shutdown() }
+    // What cannot be sent in time is lost (and counted as export_failed): it never fails the service's close.
+    shutdown: async () => { await provider.shutdown().catch(() => {}) }
   }
 }
