@@ -29,6 +29,12 @@ export interface Tracing {
   shutdown: () => Promise<void>
 }
 
+/** The span a call made on a request's behalf belongs to (the gateway's key check at identity): what the callee is told. */
+export interface TraceParent {
+  /** traceparent and tracestate, by name. */
+  headers: () => Record<string, string>
+}
+
 const propagator = new W3CTraceContextPropagator()
 
 const headerGetter: TextMapGetter<IncomingHttpHeaders> = {

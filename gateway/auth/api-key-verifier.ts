@@ -4,7 +4,7 @@ import { parseApiKey } from '../../common/api-key-format.js'
 import type { KeyInvalidReason } from '../../common/internal-api.js'
 import type { IdentityClient, KeyVerdict } from './identity-client.js'
 import type { GatewayMetrics } from '../observability/metrics.js'
-import type { TraceParent } from '../observability/request-tracing.js'
+import type { TraceParent } from '../../common/tracing/tracing.js'
 import type { KeyCacheL2, VerifiedKey } from './key-cache-l2.js'
 
 export type { VerifiedKey } from './key-cache-l2.js'

@@ -8,7 +8,7 @@ import {
   type KeyUsageReport, type QuotaUsageReport, type RevokedSession
 } from '../../common/internal-api.js'
 import { dispatchDeadline } from '../dispatch-deadline.js'
-import type { TraceParent } from '../observability/request-tracing.js'
+import type { TraceParent } from '../../common/tracing/tracing.js'
 
 export type { KeyUsageReceipt, KeyUsageReport, KeyVerdict, RevokedSession } from '../../common/internal-api.js'
 

@@ -2,7 +2,7 @@ import { SpanKind, SpanStatusCode, trace, type Context, type Span } from '@opent
 import type { FastifyRequest } from 'fastify'
 import { pathOf } from '../../common/logger.js'
 import { isPortierProblem } from '../../common/problem.js'
-import type { Tracing } from '../../common/tracing/tracing.js'
+import type { TraceParent, Tracing } from '../../common/tracing/tracing.js'
 import type { Principal } from '../auth/authenticate.js'
 import type { ResolvedRoute, ResolvedUpstream } from '../routing/index.js'
 
@@ -13,12 +13,6 @@ export const GATEWAY_SPANS = {
   traffic: 'portier.traffic_control',
   upstream: 'portier.upstream'
 } as const
-
-/** A call made on a request's behalf (identity's key check), and the span it belongs to: what the callee is told. */
-export interface TraceParent {
-  /** traceparent and tracestate, by name. */
-  headers: () => Record<string, string>
-}
 
 function headerObject (pairs: readonly string[]): Record<string, string> {
   const headers: Record<string, string> = {}
