@@ -10,12 +10,13 @@ import { authorise } from './auth/authorise.js'
 import { GatewayProblems } from './errors.js'
 import { parseInflectionHeader } from './inflection/index.js'
 import type { RequestCounter } from './observability/request-counter.js'
-import { GATEWAY_SPANS, type RequestTracing } from './observability/request-tracing.js'
+import { GATEWAY_SPANS, type RequestSpan, type RequestTracing } from './observability/request-tracing.js'
 import type { ProxyStage } from './proxy/forward.js'
 import type { RequestBodyStage } from './proxy/request-body.js'
 import type { RefusalContext, Refusals } from './refusals.js'
 import type { ResolvedRoute } from './routing/index.js'
 import type { RouteStage } from './routing/route-request.js'
+import type { RequestParty } from './traffic/applied-policies.js'
 import type { Admission, TrafficControl } from './traffic/traffic-control.js'
 import { refusalOutcome } from './usage/refusal-outcome.js'
 import type { UsageCounter } from './usage/usage-counter.js'
@@ -71,6 +72,11 @@ function then<T> (produce: () => T | Promise<T>, next: (value: T) => void, fail:
   else proceed(value)
 }
 
+/** Traffic control's decision, under a span of its own when the request is traced. */
+function admit (traffic: RequestPathStages['traffic'], span: RequestSpan | null, party: RequestParty): Admission | Promise<Admission> {
+  return span === null ? traffic.admit(party) : span.stage(GATEWAY_SPANS.traffic, () => traffic.admit(party))
+}
+
 /**
  * The gateway's request path, one stage after another, each taking what the one before
  * returned and returning a value (or a promise of one, when it must wait):
@@ -108,7 +114,7 @@ function then<T> (produce: () => T | Promise<T>, next: (value: T) => void, fail:
  * With tracing on (observability/request-tracing.ts), the request is a SERVER span
  * (joining the caller's trace when it sent a traceparent), the credential and traffic
  * stages its children, the upstream call a CLIENT span; the access line names the
- * span's trace. With tracing off, the one check below is all it costs.
+ * span's trace. With tracing off nothing of it is made: `span` stays null.
  */
 export function createRequestPath (stages: RequestPathStages) {
   const tracing = stages.tracing ?? null
@@ -187,8 +193,7 @@ export function createRequestPath (stages: RequestPathStages) {
         const answerPreflight = stages.preflight.answer
         route = asked.route
         // No credential comes with a preflight: only the anonymous policies count it.
-        const party = { route: cors.preflightRoute, principal: null, ip: request.ip }
-        then(() => span === null ? stages.traffic.admit(party) : span.stage(GATEWAY_SPANS.traffic, () => stages.traffic.admit(party)), (admitted) => {
+        then(() => admit(stages.traffic, span, { route: cors.preflightRoute, principal: null, ip: request.ip }), (admitted) => {
           if (over) {
             admitted.release?.()
             return
@@ -228,8 +233,7 @@ export function createRequestPath (stages: RequestPathStages) {
       caller = authenticated
       principal = authenticated === null ? null : authorise(routed.route, authenticated)
       if (over) return
-      const party = { route: routed.route, principal, ip: request.ip }
-      then(() => span === null ? stages.traffic.admit(party) : span.stage(GATEWAY_SPANS.traffic, () => stages.traffic.admit(party)), (admitted) => {
+      then(() => admit(stages.traffic, span, { route: routed.route, principal, ip: request.ip }), (admitted) => {
         // The client left while the counts were read: what was taken for it is given back, nothing is counted as a use.
         if (over) {
           admitted.release?.()

@@ -27,24 +27,44 @@ function recordRefusal (span: Span, error: unknown): void {
   if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR })
 }
 
+/** host[:port] of each upstream's origin, read once rather than parsed per call. */
+const serverAddresses = new WeakMap<ResolvedUpstream, string>()
+
+function serverAddressOf (upstream: ResolvedUpstream): string {
+  let address = serverAddresses.get(upstream)
+  if (address === undefined) serverAddresses.set(upstream, address = new URL(upstream.origin).host)
+  return address
+}
+
 /**
  * One request's spans. Made only when tracing is on (the request path holds null
  * otherwise, and makes nothing). Attributes name what the access line names, never
  * more: no credential, no header value, no query string.
+ *
+ * An unsampled request makes no child span: with every sampler OTEL_TRACES_SAMPLER
+ * names, a child's decision is its parent's (the parent-based ones follow it, the
+ * ratio ones decide on the same trace id), so they would all be dropped. Identity and
+ * the upstream are told the request span's own context, unsampled, so that they do
+ * not start a trace of their own.
  */
 export class RequestSpan {
   readonly #tracing: Tracing
   readonly #span: Span
   readonly #context: Context
+  readonly #recording: boolean
+  /** The request span as the parent of a call, for an unsampled request's stages. */
+  #asParent: TraceParent | null = null
 
   constructor (tracing: Tracing, request: FastifyRequest) {
     this.#tracing = tracing
     const parent = tracing.extract(request.headers)
-    this.#span = tracing.tracer.startSpan(GATEWAY_SPANS.request, {
-      kind: SpanKind.SERVER,
-      attributes: { 'http.request.method': request.method, 'url.path': pathOf(request.url) }
-    }, parent)
-    this.#context = trace.setSpan(parent, this.#span)
+    const span = this.#span = tracing.tracer.startSpan(GATEWAY_SPANS.request, { kind: SpanKind.SERVER }, parent)
+    this.#recording = span.isRecording()
+    if (this.#recording) {
+      span.setAttribute('http.request.method', request.method)
+      span.setAttribute('url.path', pathOf(request.url))
+    }
+    this.#context = trace.setSpan(parent, span)
   }
 
   /** The trace the request belongs to: the caller's, or a new one. */
@@ -58,6 +78,7 @@ export class RequestSpan {
    * cache hit, one that had to wait a miss; the span ends once its value is known.
    */
   stage<T> (name: string, produce: (parent: TraceParent) => T | Promise<T>): T | Promise<T> {
+    if (!this.#recording) return produce(this.#asParent ??= { headers: () => headerObject(this.#tracing.headersOf(this.#span)) })
     const span = this.#tracing.tracer.startSpan(name, { kind: SpanKind.INTERNAL }, this.#context)
     const fail = (err: unknown): never => {
       recordRefusal(span, err)
@@ -84,9 +105,10 @@ export class RequestSpan {
 
   /** The CLIENT span of one call to `upstream`, and the trace headers that make it the upstream's parent. */
   upstreamCall (upstream: ResolvedUpstream, method: string): UpstreamSpan {
+    if (!this.#recording) return new UpstreamSpan(null, this.#tracing.headersOf(this.#span))
     const span = this.#tracing.tracer.startSpan(GATEWAY_SPANS.upstream, {
       kind: SpanKind.CLIENT,
-      attributes: { 'http.request.method': method, 'portier.upstream': upstream.name, 'server.address': new URL(upstream.origin).host }
+      attributes: { 'http.request.method': method, 'portier.upstream': upstream.name, 'server.address': serverAddressOf(upstream) }
     }, this.#context)
     return new UpstreamSpan(span, this.#tracing.headersOf(span))
   }
@@ -94,6 +116,7 @@ export class RequestSpan {
   /** The request is over: what it matched, who asked, how it ended. */
   end (status: number, route: ResolvedRoute | null, caller: Principal | null): void {
     const span = this.#span
+    if (!this.#recording) return
     span.setAttribute('http.response.status_code', status)
     if (route !== null) {
       span.setAttribute('http.route', route.pattern)
@@ -113,7 +136,8 @@ export class UpstreamSpan {
   /** traceparent and tracestate for the upstream, as name, value pairs: they replace the client's. */
   readonly headers: readonly string[]
 
-  constructor (span: Span, headers: readonly string[]) {
+  /** `span`: null for an unsampled request, whose call only carries its context. */
+  constructor (span: Span | null, headers: readonly string[]) {
     this.#span = span
     this.headers = headers
   }

@@ -192,6 +192,9 @@ t.test('sampling: a ratio of 0 exports nothing of a new trace, and a sampled cal
   const spans = receiver.spans.filter((span) => span.service === 'sampled')
   t.equal(spans.length, 4, 'only the sampled caller\'s request is exported (request, authentication, traffic control, upstream call)')
   t.ok(spans.every((span) => span.traceId === TRACE_ID), 'in the caller\'s trace')
+  // The first request's key check went to identity with the unsampled context: identity follows it rather than start a trace.
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  t.same(receiver.spans.filter((span) => span.service === 'portier-identity'), [], 'identity exported nothing of the unsampled key check')
 })
 
 t.test('a black-holed collector: requests are not slowed, and the spans beyond the queue are dropped and counted', async (t) => {
