@@ -21,6 +21,7 @@ import { identityRates } from './scenarios/identity-rates.js'
 import { manyKeys } from './scenarios/many-keys.js'
 import { manyRoutes } from './scenarios/many-routes.js'
 import { proxyOverhead } from './scenarios/proxy-overhead.js'
+import { tracingCost } from './scenarios/tracing.js'
 import { rateLimitLocal } from './scenarios/rate-limit-local.js'
 import { rateLimitManyKeys } from './scenarios/rate-limit-many-keys.js'
 import { rateLimitRedis } from './scenarios/rate-limit-redis.js'
@@ -97,7 +98,7 @@ function parseFlags (): Flags {
 }
 
 /** The bench's steps, in the order they run: `--only` names some of them. */
-const STEP_NAMES = ['routes', 'workers', 'overhead', 'sizes', 'many-keys', 'limit-redis', 'limit-local', 'limit-many-keys', 'websocket', 'realistic', 'flood', 'identity', 'micro'] as const
+const STEP_NAMES = ['routes', 'workers', 'overhead', 'tracing', 'sizes', 'many-keys', 'limit-redis', 'limit-local', 'limit-many-keys', 'websocket', 'realistic', 'flood', 'identity', 'micro'] as const
 type StepName = typeof STEP_NAMES[number]
 
 function steps (value: string): string[] {
@@ -245,6 +246,7 @@ async function main (): Promise<void> {
     const scenarios: ScenarioResult[] = []
     const add = (found: ScenarioResult | ScenarioResult[] | null): void => { if (found !== null) scenarios.push(...[found].flat()) }
     add(await step('overhead', 'proxy overhead, 7 KB', async () => await proxyOverhead(ctx)))
+    add(await step('tracing', 'tracing, 7 KB', async () => await tracingCost(ctx)))
     add(await step('sizes', 'body sizes, 1 KB and 30 KB, camel inflection at 30 KB', async () => await bodySizes(ctx)))
     add(await step('many-keys', 'many keys', async () => await manyKeys(ctx, { keysInIdentity: settings.keysInIdentity })))
     add(routes)

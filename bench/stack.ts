@@ -11,6 +11,7 @@ import { nginxVersion, writeNginxConfig } from './baselines/nginx.js'
 import { startService, type Service } from './processes/service.js'
 import { BENCH_RATE_POLICY, seedIdentity, type BenchAccounts } from './seed.js'
 import { writeUpstreamsFile } from './upstreams.js'
+import { startBlackHoleSink, startDiscardingSink } from './trace-sink.js'
 
 /**
  * The services run from the build the bench itself was run from: `npm run bench` builds
@@ -67,6 +68,8 @@ export interface Stack {
   gatewayTwoWorkers: Service
   /** Same as `gateway`, without Redis: rate limits counted in process, no L2 key cache, an in-process event bus. */
   gatewayWithoutRedis: Service
+  /** Same as `gateway`, tracing on: 10 % and 100 % sampled to a collector that discards, 100 % to one that never answers. */
+  gatewayTracing: { tenPercent: Service, everything: Service, blackHoled: Service }
   /** node:http + undici Pool to the static upstream: the Node floor. */
   floor: Service
   /** Fastify + @fastify/http-proxy to the static upstream. */
@@ -192,6 +195,18 @@ export async function startStack (options: StackOptions): Promise<Stack> {
     // A gateway that does not know the setting yet ignores it and runs one process.
     const gatewayTwoWorkers = await startGateway('gateway-2-workers', 10, { GATEWAY_WORKERS: '2' })
     const gatewayWithoutRedis = await startGateway('gateway-no-redis', 10, {}, { redis: false })
+    // The collectors run here, in the bench's own process, as a sidecar collector would beside the gateway.
+    const [sink, blackHole] = [await startDiscardingSink(), await startBlackHoleSink()]
+    stops.push(sink.close, blackHole.close)
+    const traced = (endpoint: string, ratio: string): Record<string, string> => ({
+      OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: ratio
+    })
+    const gatewayTracing = {
+      tenPercent: await startGateway('gateway-tracing-10', 10, traced(sink.url, '0.1')),
+      everything: await startGateway('gateway-tracing-100', 10, traced(sink.url, '1')),
+      // Exports end within 2 s, so that the gateway's stop does not wait out the default 10.
+      blackHoled: await startGateway('gateway-tracing-black-hole', 10, { ...traced(blackHole.url, '1'), OTEL_EXPORTER_OTLP_TIMEOUT: '2000' })
+    }
 
     const startNodeBaseline = async (name: string, entry: string, env: (port: number) => Record<string, string>): Promise<Service> => {
       const port = await freePort()
@@ -234,6 +249,7 @@ export async function startStack (options: StackOptions): Promise<Stack> {
       gatewayManyRoutes,
       gatewayTwoWorkers,
       gatewayWithoutRedis,
+      gatewayTracing,
       floor,
       bare,
       bareToMock,

@@ -32,6 +32,7 @@ export async function buildGatewayServer (config: GatewayServerConfig, options: 
     documentationRoutes: true,
     ...config.plugin,
     ...deps,
+    ...(config.tracing != null ? { tracing: config.tracing } : {}),
     ...(config.unreadBodies !== undefined ? { unreadBodies: config.unreadBodies } : {})
   })
   return app

@@ -6,6 +6,7 @@ import { deepFreeze } from '../common/deep-freeze.js'
 import { listenerEnvProperties, listenerLimitsFromEnv, type ListenerTimeouts } from '../common/listener-limits.js'
 import type { UnreadBodyLimits } from '../common/unread-body.js'
 import { parseRedisTarget, redisEnvProperties } from '../common/redis-config.js'
+import { tracingConfigOf, tracingEnvProperties, type TracingConfig } from '../common/tracing/config.js'
 import { GatewayOptionsSchema, metricsOptionProblems, publicHostProblems, type GatewayOptionsInput } from './options.js'
 import { addressListProblems } from './verify/address-list.js'
 
@@ -111,6 +112,7 @@ export const GatewayEnvSchema = Type.Object({
   GATEWAY_VERIFY_ALLOW_MAX_AGE_SECONDS: Type.Integer({ minimum: 0, maximum: 1, default: 0, description: 'How long a proxy may keep a verify allow that took no rate limit or quota (`Cache-Control: private, max-age`); 0: every answer is `no-store`. A kept allow outlives a revocation by up to this, hence at most 1.' }),
   GATEWAY_TRUST_PROXY: Type.String({ default: 'false', description: 'Whose X-Forwarded-* to trust (load balancers in front): false, true, or a comma list of IPs/CIDRs.' }),
   GATEWAY_SHUTDOWN_GRACE_SECONDS: Type.Number({ minimum: 0, maximum: 300, default: 10, description: 'On SIGTERM, how long in-flight requests get to finish.' }),
+  ...tracingEnvProperties('portier-gateway'),
   LOG_LEVEL: LOG_LEVEL_PROPERTY,
   LOG_FORMAT: LOG_FORMAT_PROPERTY
 }, { additionalProperties: true })
@@ -136,6 +138,8 @@ export interface GatewayServerConfig {
   /** What the listener does with a request body it answers without reading; default DEFAULT_UNREAD_BODY_LIMITS. */
   unreadBodies?: UnreadBodyLimits
   plugin: GatewayOptionsInput
+  /** OpenTelemetry tracing (OTEL_*); absent or null: off. */
+  tracing?: TracingConfig | null
 }
 
 /** Reads and validates the standalone gateway's environment, deep-frozen; throws a ConfigError naming every bad variable. */
@@ -148,7 +152,9 @@ export function loadGatewayConfig (env: Record<string, string | undefined> = pro
   const anonymous = anonymousPoliciesOf(e.GATEWAY_ANONYMOUS_POLICIES)
   const publicHosts = e.GATEWAY_PUBLIC_HOSTS === undefined ? undefined : listOf(e.GATEWAY_PUBLIC_HOSTS)
   const verify = verifyListenerOf(e)
+  const tracing = tracingConfigOf(e)
   const problems = [
+    ...tracing.problems,
     ...(typeof verify === 'object' && verify !== null && 'problems' in verify ? verify.problems : []),
     ...(typeof anonymous === 'string' ? [anonymous] : []),
     ...redis.problems,
@@ -174,6 +180,7 @@ export function loadGatewayConfig (env: Record<string, string | undefined> = pro
     logFormat: e.LOG_FORMAT,
     timeouts: listeners.timeouts,
     unreadBodies: listeners.unreadBodies,
+    tracing: tracing.config,
     plugin: {
       ...optionsFromVariables(e),
       ...(e.REDIS_URL !== undefined ? { redisUrl: e.REDIS_URL } : {}),

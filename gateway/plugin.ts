@@ -121,6 +121,7 @@ async function trafficContext (app: FastifyInstance, { runtime, options, unreadB
     preflight: createPreflightStage({ table: () => runtime.table, unreadBodies }),
     requests: createRequestCounter(runtime.metrics.requests, runtime.metrics.requestDuration),
     accessLog: createAccessLog(app.log),
+    tracing: runtime.tracing,
     closing: () => runtime.closing
   })
   // A host app's own @fastify/swagger would list these catch-alls as operations; the
@@ -136,12 +137,13 @@ async function trafficContext (app: FastifyInstance, { runtime, options, unreadB
 }
 
 const gatewayPlugin: FastifyPluginAsync<GatewayPluginOptions> = async (app, pluginOptions) => {
-  const { events, redis, now, unreadBodies, ...input } = pluginOptions
+  const { events, redis, now, tracing, unreadBodies, ...input } = pluginOptions
   const options = resolveOptions(input)
   const runtime = createGatewayRuntime(options, {
     ...(events !== undefined ? { events } : {}),
     ...(redis !== undefined ? { redis } : {}),
-    ...(now !== undefined ? { now } : {})
+    ...(now !== undefined ? { now } : {}),
+    ...(tracing !== undefined ? { tracing } : {})
   }, app.log)
   const gateway: PortierGateway = {
     reload: runtime.reload,

@@ -10,11 +10,13 @@ import { authorise } from './auth/authorise.js'
 import { GatewayProblems } from './errors.js'
 import { parseInflectionHeader } from './inflection/index.js'
 import type { RequestCounter } from './observability/request-counter.js'
+import { GATEWAY_SPANS, type RequestSpan, type RequestTracing } from './observability/request-tracing.js'
 import type { ProxyStage } from './proxy/forward.js'
 import type { RequestBodyStage } from './proxy/request-body.js'
 import type { RefusalContext, Refusals } from './refusals.js'
 import type { ResolvedRoute } from './routing/index.js'
 import type { RouteStage } from './routing/route-request.js'
+import type { RequestParty } from './traffic/applied-policies.js'
 import type { Admission, TrafficControl } from './traffic/traffic-control.js'
 import { refusalOutcome } from './usage/refusal-outcome.js'
 import type { UsageCounter } from './usage/usage-counter.js'
@@ -32,6 +34,8 @@ export interface RequestPathStages {
   refusals: Refusals
   requests: RequestCounter
   accessLog: (line: AccessLine) => void
+  /** One request's spans; null when tracing is off, and then nothing of it is made. */
+  tracing?: RequestTracing
   /** Whether the gateway is draining (new requests get a 503, every answer closes its connection). */
   closing: () => boolean
   /** CORS preflights the gateway answers itself; absent: an OPTIONS request is routed like any other. */
@@ -68,6 +72,11 @@ function then<T> (produce: () => T | Promise<T>, next: (value: T) => void, fail:
   else proceed(value)
 }
 
+/** Traffic control's decision, under a span of its own when the request is traced. */
+function admit (traffic: RequestPathStages['traffic'], span: RequestSpan | null, party: RequestParty): Admission | Promise<Admission> {
+  return span === null ? traffic.admit(party) : span.stage(GATEWAY_SPANS.traffic, () => traffic.admit(party))
+}
+
 /**
  * The gateway's request path, one stage after another, each taking what the one before
  * returned and returning a value (or a promise of one, when it must wait):
@@ -101,8 +110,14 @@ function then<T> (produce: () => T | Promise<T>, next: (value: T) => void, fail:
  * (refusals.ts), or the upstream's. When it is over (sent, or the client gone) the
  * slots are given back, and it is counted and logged: one access line saying who asked
  * for what, where it went and how it ended.
+ *
+ * With tracing on (observability/request-tracing.ts), the request is a SERVER span
+ * (joining the caller's trace when it sent a traceparent), the credential and traffic
+ * stages its children, the upstream call a CLIENT span; the access line names the
+ * span's trace. With tracing off nothing of it is made: `span` stays null.
  */
 export function createRequestPath (stages: RequestPathStages) {
+  const tracing = stages.tracing ?? null
   /**
    * Serves one request. `handOver` is given when the request is an upgrade that reached
    * the WebSocket proxy's route: once checked, a WebSocket route's upgrade is handed over.
@@ -110,6 +125,7 @@ export function createRequestPath (stages: RequestPathStages) {
   return function serve (request: FastifyRequest, reply: FastifyReply, handOver?: () => void): void {
     const response = reply.raw
     const startedAt = performance.now()
+    const span = tracing === null ? null : tracing(request)
     const inflection = parseInflectionHeader(request.headers['x-api-inflection'])
     // What the path has learned so far: what a refusal says, and what the access line records.
     let route: ResolvedRoute | null = null
@@ -147,9 +163,10 @@ export function createRequestPath (stages: RequestPathStages) {
       if (admission !== null && keyLookupId !== null && response.statusCode >= 500) stages.usage.count(keyLookupId, 'upstream_error')
       const elapsedMs = performance.now() - startedAt
       stages.requests.count(route, request.method, response.statusCode, elapsedMs / 1000)
+      span?.end(response.statusCode, route, caller)
       stages.accessLog({
         request_id: request.id,
-        trace_id: traceIdOf(request.headers.traceparent),
+        trace_id: span === null ? traceIdOf(request.headers.traceparent) : span.traceId,
         method: request.method,
         url: pathOf(request.url),
         route: route === null ? null : route.pattern,
@@ -176,7 +193,7 @@ export function createRequestPath (stages: RequestPathStages) {
         const answerPreflight = stages.preflight.answer
         route = asked.route
         // No credential comes with a preflight: only the anonymous policies count it.
-        then(() => stages.traffic.admit({ route: cors.preflightRoute, principal: null, ip: request.ip }), (admitted) => {
+        then(() => admit(stages.traffic, span, { route: cors.preflightRoute, principal: null, ip: request.ip }), (admitted) => {
           if (over) {
             admitted.release?.()
             return
@@ -207,12 +224,16 @@ export function createRequestPath (stages: RequestPathStages) {
       return
     }
 
-    then(() => routed.route.auth === 'none' ? null : stages.authenticate(request.headers), (authenticated) => {
+    const authenticate = (): ReturnType<Authenticate> | null => {
+      if (routed.route.auth === 'none') return null
+      return span === null ? stages.authenticate(request.headers) : span.stage(GATEWAY_SPANS.authenticate, (parent) => stages.authenticate(request.headers, parent))
+    }
+    then(authenticate, (authenticated) => {
       keyLookupId = authenticated?.secretLookupId ?? null
       caller = authenticated
       principal = authenticated === null ? null : authorise(routed.route, authenticated)
       if (over) return
-      then(() => stages.traffic.admit({ route: routed.route, principal, ip: request.ip }), (admitted) => {
+      then(() => admit(stages.traffic, span, { route: routed.route, principal, ip: request.ip }), (admitted) => {
         // The client left while the counts were read: what was taken for it is given back, nothing is counted as a use.
         if (over) {
           admitted.release?.()
@@ -241,7 +262,8 @@ export function createRequestPath (stages: RequestPathStages) {
             answerFields,
             rateLimited: admitted.fields.length > 0,
             body,
-            closing: stages.closing()
+            closing: stages.closing(),
+            trace: span
           }, refuse)
         }, refuse)
       }, refuse)

@@ -14,6 +14,9 @@ import { createNoKeyCacheL2, createRedisKeyCacheL2, type KeyCacheL2 } from './au
 import { createMemoryRevocationShare, createRedisRevocationShare, type RevocationShare } from './auth/revocation-share.js'
 import { createTokenRevocations } from './auth/token-revocations.js'
 import { createGatewayMetrics } from './observability/metrics.js'
+import { createRequestTracing } from './observability/request-tracing.js'
+import type { TracingConfig } from '../common/tracing/config.js'
+import { startTracing } from '../common/tracing/tracing.js'
 import { createReadiness, type RedisState } from './observability/readiness.js'
 import { redisTargetOf, type ResolvedGatewayOptions } from './options.js'
 import { connectGatewayRedis, type GatewayRedis } from './redis-connection.js'
@@ -32,6 +35,8 @@ export interface RuntimeDependencies {
   /** A Redis connection (or cluster client) to use instead of opening one from redisUrl / redisClusterNodes. */
   redis?: RedisClient
   now?: () => number
+  /** OpenTelemetry tracing (common/tracing/config.ts); absent or null: off, nothing started. */
+  tracing?: TracingConfig | null
 }
 
 /** What the replicas share through Redis, or what stands in for it in a gateway on its own. */
@@ -79,6 +84,9 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
     log
   })
   const metrics = createGatewayMetrics()
+  const tracing = deps.tracing == null
+    ? null
+    : startTracing(deps.tracing, (spans, reason) => { metrics.tracingSpansDropped.inc({ reason }, spans) })
   const now = deps.now ?? Date.now
   const redis = connectGatewayRedis(redisTargetOf(options).target, deps.redis, log)
   const sharing = sharingOf(redis, options, log, now)
@@ -149,6 +157,8 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
     traffic,
     usage,
     openSockets,
+    /** One request's spans, or null when tracing is off. */
+    tracing: createRequestTracing(tracing),
     reload: routes.reload,
     get table (): RouteTable { return routes.table },
     poolSettings: routes.poolSettings,
@@ -185,6 +195,8 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
       await usageReporter.close()
       await quotaLedger.close()
       await identity.close()
+      // Last: the requests drained before this, and their spans go now.
+      await tracing?.shutdown()
     }
   }
 }

@@ -6,6 +6,8 @@ import { registerDocumentation } from '../common/openapi.js'
 import { createRedis, waitForRedis, type RedisClient } from '../common/redis.js'
 import type { IdentityConfig } from './config.js'
 import { createIdentityMetrics } from './observability/metrics.js'
+import { traceRequests } from './observability/request-tracing.js'
+import { startTracing } from '../common/tracing/tracing.js'
 import { trustEveryoneWarning, warnOnUntrustedForwarding } from './observability/untrusted-forwarding.js'
 import { IDENTITY_ADMIN_DOCUMENTATION, IDENTITY_PUBLIC_DOCUMENTATION, PUBLIC_ROUTE_PLUGINS } from './openapi.js'
 import { bindAuditContext } from './routes/audit-context.js'
@@ -119,6 +121,15 @@ export async function buildIdentity (config: IdentityConfig, options: BuildIdent
     throw err
   }
 
+  const tracing = config.tracing == null
+    ? null
+    : startTracing(config.tracing, (spans, reason) => { metrics.tracingSpansDropped.inc({ reason }, spans) })
+  if (tracing !== null) {
+    // Before the routes: their hooks are the ones in place when they are added.
+    traceRequests(publicApp as unknown as FastifyInstance, tracing)
+    traceRequests(adminApp as unknown as FastifyInstance, tracing)
+  }
+
   // Documentation first: it collects the routes registered after it.
   bindAuditContext(publicApp as unknown as FastifyInstance)
   bindAuditContext(adminApp as unknown as FastifyInstance)
@@ -155,6 +166,8 @@ export async function buildIdentity (config: IdentityConfig, options: BuildIdent
       if (options.events === undefined) await events.close()
       if (redis !== null) redis.disconnect()
       db.close()
+      // Last: the requests drained before this, and their spans go now.
+      await tracing?.shutdown()
     }
   }
 }

@@ -6,6 +6,7 @@ import { deepFreeze } from '../common/deep-freeze.js'
 import { listenerEnvProperties, listenerLimitsFromEnv, type ListenerTimeouts } from '../common/listener-limits.js'
 import type { UnreadBodyLimits } from '../common/unread-body.js'
 import { parseRedisTarget, redisEnvProperties, type RedisTarget } from '../common/redis-config.js'
+import { tracingConfigOf, tracingEnvProperties, type TracingConfig } from '../common/tracing/config.js'
 
 /**
  * Identity configuration: the one schema, validated once at start. Every field is an
@@ -48,6 +49,7 @@ export const IdentityEnvSchema = Type.Object({
   IDENTITY_PUBLIC_BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, maximum: 1_048_576, default: 8_192, description: 'Largest accepted request body on the public listener: login, refresh, logout and self-service need a few hundred bytes (8 KiB).' }),
   ...listenerEnvProperties('IDENTITY', "identity's two listeners"),
   IDENTITY_TRUST_PROXY: Type.String({ default: 'false', description: 'Whose X-Forwarded-For to trust for client IPs: false, true, or a comma list of IPs/CIDRs (e.g. the gateways).' }),
+  ...tracingEnvProperties('portier-identity'),
   LOG_LEVEL: LOG_LEVEL_PROPERTY,
   LOG_FORMAT: LOG_FORMAT_PROPERTY
 }, { additionalProperties: true })
@@ -116,6 +118,8 @@ export interface IdentityCoreConfig {
   logLevel: string
   /** LOG_FORMAT: how stdout's lines are written (json unless set). */
   logFormat?: LogFormat
+  /** OpenTelemetry tracing (OTEL_*); absent or null: off. */
+  tracing?: TracingConfig | null
 }
 
 export interface IdentityConfig extends IdentityCoreConfig {
@@ -139,6 +143,8 @@ function coreConfig (e: IdentityCliEnv): IdentityCoreConfig {
   problems.push(...redis.problems)
   const listeners = listenerLimitsFromEnv('IDENTITY', e)
   problems.push(...listeners.problems)
+  const tracing = tracingConfigOf(e)
+  problems.push(...tracing.problems)
   if (problems.length > 0) throw new ConfigError('identity environment', problems)
   return {
     host: e.IDENTITY_HOST,
@@ -184,7 +190,8 @@ function coreConfig (e: IdentityCliEnv): IdentityCoreConfig {
     unreadBodies: listeners.unreadBodies,
     trustProxy: parseTrustProxy(e.IDENTITY_TRUST_PROXY),
     logLevel: e.LOG_LEVEL,
-    logFormat: e.LOG_FORMAT
+    logFormat: e.LOG_FORMAT,
+    tracing: tracing.config
   }
 }
 

@@ -4,6 +4,7 @@ import { parseApiKey } from '../../common/api-key-format.js'
 import type { KeyInvalidReason } from '../../common/internal-api.js'
 import type { IdentityClient, KeyVerdict } from './identity-client.js'
 import type { GatewayMetrics } from '../observability/metrics.js'
+import type { TraceParent } from '../../common/tracing/tracing.js'
 import type { KeyCacheL2, VerifiedKey } from './key-cache-l2.js'
 
 export type { VerifiedKey } from './key-cache-l2.js'
@@ -103,7 +104,7 @@ export function createApiKeyVerifier (options: ApiKeyVerifierOptions) {
     }
   }
 
-  async function miss (presented: string): Promise<KeyCheck> {
+  async function miss (presented: string, parent: TraceParent | undefined): Promise<KeyCheck> {
     const cacheKey = l2KeyOf(presented)
     const startedAt = evictions
     // evictedAt holds the count once that eviction finished (Infinity while it runs): equal to startedAt means it finished before this miss.
@@ -115,7 +116,7 @@ export function createApiKeyVerifier (options: ApiKeyVerifierOptions) {
       return { valid: true, key: cached }
     }
     counts.l2Miss.inc()
-    const verdict = await identity.verifyKey(presented)
+    const verdict = await identity.verifyKey(presented, parent)
     ;(verdict.valid ? counts.identityValid : counts.identityInvalid).inc()
     if (!verdict.valid) {
       const refused: InvalidKeyCheck = { valid: false, reason: verdict.reason }
@@ -136,9 +137,10 @@ export function createApiKeyVerifier (options: ApiKeyVerifierOptions) {
      * The answer at once when L1 holds it (a key seen recently, or a malformed one);
      * otherwise a promise, which rejects with IdentityUnreachableError when the key is
      * in no cache and identity cannot be asked. A hit does no work a request could
-     * avoid: no promise, no hash, no allocation.
+     * avoid: no promise, no hash, no allocation. `parent`: the traced request's span
+     * that identity's check joins (concurrent misses share the first one's call).
      */
-    verify (presented: string): KeyCheck | Promise<KeyCheck> {
+    verify (presented: string, parent?: TraceParent): KeyCheck | Promise<KeyCheck> {
       const hit = positive.get(presented)
       if (hit !== undefined) {
         if (hit.freshUntil > performance.now() && hit.check.key.until > now()) {
@@ -156,7 +158,7 @@ export function createApiKeyVerifier (options: ApiKeyVerifierOptions) {
       counts.l1Miss.inc()
       let pending = inFlight.get(presented)
       if (pending === undefined) {
-        pending = miss(presented).finally(() => inFlight.delete(presented))
+        pending = miss(presented, parent).finally(() => inFlight.delete(presented))
         inFlight.set(presented, pending)
       }
       return pending

@@ -6,6 +6,7 @@ import { readCredential } from '../../common/credentials.js'
 import { AuthDetails, AuthProblems } from '../../common/problem.js'
 import { GatewayDetails, GatewayProblems, INVALID_API_KEY_DETAILS } from '../errors.js'
 import type { GatewayMetrics } from '../observability/metrics.js'
+import type { TraceParent } from '../../common/tracing/tracing.js'
 import type { AccessTokenClaims } from '../../common/access-token-profile.js'
 import type { AccessTokenVerifier, TokenCheck } from './access-token-verifier.js'
 import type { ApiKeyVerifier, KeyCheck } from './api-key-verifier.js'
@@ -119,14 +120,15 @@ export function createAuthenticator (deps: { keys: ApiKeyVerifier, tokens: Acces
   /**
    * The principal at once when its credential was verified before (a cached key or
    * token); a promise when identity or the signing keys must be asked. Refusals are
-   * thrown (or rejected) as the problems to answer with.
+   * thrown (or rejected) as the problems to answer with. `parent`, when the request is
+   * traced, is the span identity's key check joins.
    */
-  return function authenticate (headers: IncomingHttpHeaders): Principal | Promise<Principal> {
+  return function authenticate (headers: IncomingHttpHeaders, parent?: TraceParent): Principal | Promise<Principal> {
     const credential = readCredential(headers)
     switch (credential.kind) {
       case 'api_key': {
         const { key } = credential
-        const check = keys.verify(key)
+        const check = keys.verify(key, parent)
         return check instanceof Promise ? check.then((verified) => principalOfKey(verified, key), identityUnavailable) : principalOfKey(check, key)
       }
       case 'bearer': {

@@ -8,6 +8,7 @@ import {
   type KeyUsageReport, type QuotaUsageReport, type RevokedSession
 } from '../../common/internal-api.js'
 import { dispatchDeadline } from '../dispatch-deadline.js'
+import type { TraceParent } from '../../common/tracing/tracing.js'
 
 export type { KeyUsageReceipt, KeyUsageReport, KeyVerdict, RevokedSession } from '../../common/internal-api.js'
 
@@ -73,7 +74,7 @@ export function createIdentityClient (options: IdentityClientOptions) {
   const authorization = `Bearer ${options.serviceToken}`
 
   /** The answer's text; anything but a 200 read whole in time is identity unreachable. */
-  async function call (pool: Dispatcher, method: 'GET' | 'POST', path: string, body?: unknown): Promise<string> {
+  async function call (pool: Dispatcher, method: 'GET' | 'POST', path: string, body?: unknown, parent?: TraceParent): Promise<string> {
     try {
       const response = await pool.request({
         method,
@@ -81,7 +82,8 @@ export function createIdentityClient (options: IdentityClientOptions) {
         headers: {
           accept: 'application/json',
           ...(pool === internal ? { authorization } : {}),
-          ...(body !== undefined ? { 'content-type': 'application/json' } : {})
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+          ...parent?.headers()
         },
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
         // The deadline of the whole exchange, from now (dispatchDeadline 'whole').
@@ -100,8 +102,8 @@ export function createIdentityClient (options: IdentityClientOptions) {
   }
 
   /** An internal API answer, checked against its schema. */
-  async function callInternal<T> (method: 'GET' | 'POST', path: keyof typeof answerSchemas, query: string, body?: unknown): Promise<T> {
-    const text = await call(internal, method, `${path}${query}`, body)
+  async function callInternal<T> (method: 'GET' | 'POST', path: keyof typeof answerSchemas, query: string, body?: unknown, parent?: TraceParent): Promise<T> {
+    const text = await call(internal, method, `${path}${query}`, body, parent)
     const validate = answerSchemas[path] as ValidateFunction<T>
     let answer: unknown
     try {
@@ -130,7 +132,8 @@ export function createIdentityClient (options: IdentityClientOptions) {
   }
 
   return {
-    verifyKey: async (key: string): Promise<KeyVerdict> => await callInternal<KeyVerdict>('POST', KEYS_VERIFY_PATH, '', { key }),
+    /** `parent`: the traced request's span, which identity's own span of the check joins. */
+    verifyKey: async (key: string, parent?: TraceParent): Promise<KeyVerdict> => await callInternal<KeyVerdict>('POST', KEYS_VERIFY_PATH, '', { key }, parent),
     /** Reports key uses; throws IdentityUnreachableError (with the status, when identity answered one) unless identity took them. */
     reportKeyUsage: async (report: KeyUsageReport): Promise<KeyUsageReceipt> => await callInternal<KeyUsageReceipt>('POST', KEYS_USAGE_PATH, '', report),
     /** Adds quota units counted here and reads the totals of quota counters (identity's count is the authoritative one). */

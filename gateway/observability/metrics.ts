@@ -72,6 +72,12 @@ export function createGatewayMetrics () {
       labelNames: ['reason'] as const,
       registers: [registry]
     }),
+    tracingSpansDropped: new Counter({
+      name: 'portier_gateway_tracing_spans_dropped_total',
+      help: 'Spans never sent to the trace collector, by reason: queue_full (OTEL_BSP_MAX_QUEUE_SIZE spans were already waiting or being sent), export_failed (the collector refused them, or did not answer within OTEL_EXPORTER_OTLP_TIMEOUT).',
+      labelNames: ['reason'] as const,
+      registers: [registry]
+    }),
     invalidations: new Counter({
       name: 'portier_gateway_invalidation_events_total',
       help: 'Invalidation events received from identity, by type.',

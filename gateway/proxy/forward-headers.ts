@@ -139,7 +139,15 @@ export interface Forwarding {
   principal: Principal | null
   /** The Host the gateway vouched for ('' for none). */
   host: string
+  /**
+   * When the request is traced: the traceparent and tracestate of the gateway's call
+   * (name, value pairs), which replace the client's. Untraced, the client's pass as sent.
+   */
+  trace?: readonly string[] | undefined
 }
+
+/** The W3C Trace Context headers: the gateway's own when it traces the call. */
+const TRACE_CONTEXT = new Set(['traceparent', 'tracestate'])
 
 /** The upstream's request headers, as a flat list of names and values (what undici takes). */
 export type ForwardHeaders = (request: FastifyRequest, forwarding: Forwarding) => string[]
@@ -185,11 +193,13 @@ export function createForwardHeaders (options: { allowedUnusualHeaders: readonly
       if ((decided === 'drop' && !keptKey) || (decided === 'provenance' && !fromTrustedProxy) || REPLACED.has(name)) continue
       if ((name === 'authorization' && !forwarding.keepsAuthorization) || (name === 'accept-encoding' && forwarding.inflected)) continue
       if (listed !== null && listed.has(name)) continue
+      if (forwarding.trace !== undefined && TRACE_CONTEXT.has(name)) continue
       if (typeof value === 'string') out.push(name, value)
       else for (const item of value) out.push(name, item)
     }
     if (forwarding.principal !== null) out.push(...forwarding.principal.forwardedHeaders)
     out.push('x-request-id', request.id)
+    if (forwarding.trace !== undefined) out.push(...forwarding.trace)
     const socketProtocol = (request.raw.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http'
     // What a trusted proxy forwarded in X-Forwarded-Proto (Fastify's request.protocol), when it is a scheme at all.
     const claimed = String(request.protocol).toLowerCase()

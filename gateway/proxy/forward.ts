@@ -5,6 +5,7 @@ import type { Principal } from '../auth/authenticate.js'
 import { GatewayProblems } from '../errors.js'
 import type { SpellingBook } from '../inflection/index.js'
 import type { UpstreamTimer } from '../observability/upstream-timer.js'
+import type { RequestSpan, UpstreamSpan } from '../observability/request-tracing.js'
 import type { RoutedRequest } from '../routing/route-request.js'
 import { IDENTITY_UPSTREAM_NAME } from '../routing/paths.js'
 import type { ResolvedUpstream } from '../routing/index.js'
@@ -48,6 +49,8 @@ export interface Forward {
   body: Buffer | null
   /** The gateway is draining: the answer says `Connection: close`. */
   closing: boolean
+  /** The request's spans when it is traced: the call is a CLIENT span of it. */
+  trace?: RequestSpan | null
 }
 
 /** The problem for an upstream call that failed before its answer began. */
@@ -81,22 +84,25 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
 
   /** Gives the principal's place in the upstream's pool back, once the call is over. */
   readonly #release: (() => void) | null
+  readonly #span: UpstreamSpan | null
 
-  constructor (forward: Forward, options: ProxyStageOptions, refuse: (problem: unknown) => void, release: (() => void) | null) {
+  constructor (forward: Forward, options: ProxyStageOptions, refuse: (problem: unknown) => void, release: (() => void) | null, span: UpstreamSpan | null) {
     this.#forward = forward
     this.#options = options
     this.#refuse = refuse
     this.#release = release
+    this.#span = span
     forward.reply.raw.once('close', () => {
       if (!this.#over) this.#controller?.abort(new Error('the client went away'))
       this.#end()
     })
   }
 
-  /** The call is over: nothing more reaches the client from it. */
-  #end (): void {
+  /** The call is over: nothing more reaches the client from it. `error` when it failed. */
+  #end (error?: Error): void {
     this.#over = true
     this.#release?.()
+    this.#span?.end(error)
   }
 
   onRequestStart (controller: Dispatcher.DispatchController): void {
@@ -110,6 +116,7 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
     const response = this.#forward.reply.raw
     const upstream = routed.route.upstream
     this.#options.upstreamTimer.observe(upstream, statusCode, (performance.now() - this.#sentAt) / 1000)
+    this.#span?.answered(statusCode)
     if (statusCode < 200 || statusCode > 599) {
       // Not an answer a client can be given: as a broken upstream.
       this.#end()
@@ -180,7 +187,7 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
   /** The call failed: before the answer began (a problem instead), or during it (cut). */
   fail (error: Error): void {
     if (this.#over) return
-    this.#end()
+    this.#end(error)
     const { routed } = this.#forward
     const response = this.#forward.reply.raw
     if (this.#inflected !== null) this.#inflected.fail()
@@ -206,22 +213,25 @@ export function createProxyStage (options: ProxyStageOptions) {
     const upstream = routed.route.upstream
     // Everything from here is written on the raw response, not through Fastify's send.
     exchange.reply.hijack()
+    const span = exchange.trace == null ? null : exchange.trace.upstreamCall(upstream, request.method)
     const headers = options.forwardHeaders(request, {
       keepsAuthorization: routed.route.auth === 'none',
       keepsApiKey: upstream.name === IDENTITY_UPSTREAM_NAME,
       inflected: routed.style !== null,
       principal: exchange.principal,
-      host: routed.host
+      host: routed.host,
+      trace: span?.headers
     })
     // Past its share of the upstream's connections, the request is refused now rather than queued behind its own.
     let release: (() => void) | null
     try {
       release = options.fairShare.take(upstream, partitionOf('key', { route: routed.route, principal: exchange.principal, ip: request.ip }))
     } catch (err) {
+      span?.end()
       refuse(err)
       return
     }
-    const call = new UpstreamCall(exchange, options, refuse, release)
+    const call = new UpstreamCall(exchange, options, refuse, release, span)
     try {
       options.dispatcher.dispatch({
         origin: upstream.origin,

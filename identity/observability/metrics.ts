@@ -81,7 +81,13 @@ export function createIdentityMetrics (options: IdentityMetricsOptions = {}) {
     refreshes: labelledCounter<{ outcome: RefreshOutcome }>(registry,
       'portier_identity_refreshes_total',
       'Token refreshes by outcome (success, failure).',
-      ['outcome'])
+      ['outcome']),
+    tracingSpansDropped: new Counter({
+      name: 'portier_identity_tracing_spans_dropped_total',
+      help: 'Spans never sent to the trace collector, by reason: queue_full (OTEL_BSP_MAX_QUEUE_SIZE spans were already waiting or being sent), export_failed (the collector refused them, or did not answer within OTEL_EXPORTER_OTLP_TIMEOUT).',
+      labelNames: ['reason'] as const,
+      registers: [registry]
+    })
   }
 }
 

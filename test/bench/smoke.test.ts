@@ -27,9 +27,10 @@ t.test('npm run bench -- --quick runs every scenario and writes the reports', as
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
   t.equal(code, 0, `bench exits 0\n${output.slice(-3000)}`)
 
-  for (const step of ['[1/13] gateways warm-up', '[2/13] many routes', '[3/13] gateway workers', '[4/13] proxy overhead, 7 KB', '[5/13] body sizes, 1 KB and 30 KB',
-    '[6/13] many keys', '[7/13] per-key rate limit, Redis', '[8/13] per-key rate limit, in process', '[9/13] many keys, each with its own rate limit',
-    '[10/13] WebSocket echo', '[11/13] realistic upstream', '[12/13] invalid-key flood', '[13/13] logins and refreshes', 'inflection micro-benchmark']) {
+  for (const step of ['[1/14] gateways warm-up', '[2/14] many routes', '[3/14] gateway workers', '[4/14] proxy overhead, 7 KB', '[5/14] tracing, 7 KB',
+    '[6/14] body sizes, 1 KB and 30 KB', '[7/14] many keys', '[8/14] per-key rate limit, Redis', '[9/14] per-key rate limit, in process',
+    '[10/14] many keys, each with its own rate limit', '[11/14] WebSocket echo', '[12/14] realistic upstream', '[13/14] invalid-key flood', '[14/14] logins and refreshes',
+    'inflection micro-benchmark']) {
     t.match(output, step, `progress names "${step}"`)
   }
 
@@ -40,9 +41,9 @@ t.test('npm run bench -- --quick runs every scenario and writes the reports', as
   t.ok(files.some((f) => f.endsWith('.svg')), 'an SVG chart is written')
   const result = JSON.parse(await readFile(join(out, json as string), 'utf8')) as BenchResult
 
-  const judged = ['api-key', 'bearer', 'camel', 'api-key-1k', 'api-key-30k', 'camel-30k', 'many-keys', 'many-routes', 'rate-limit-redis', 'rate-limit-local', 'rate-limit-many-keys',
+  const judged = ['api-key', 'bearer', 'camel', 'tracing-10', 'tracing-100', 'tracing-black-hole', 'api-key-1k', 'api-key-30k', 'camel-30k', 'many-keys', 'many-routes', 'rate-limit-redis', 'rate-limit-local', 'rate-limit-many-keys',
     'websocket-echo']
-  const reported = ['api-key', 'bearer', 'camel', 'api-key-1k', 'api-key-30k', 'camel-30k', 'many-keys', 'many-routes', 'workers',
+  const reported = ['api-key', 'bearer', 'camel', 'tracing-10', 'tracing-100', 'tracing-black-hole', 'api-key-1k', 'api-key-30k', 'camel-30k', 'many-keys', 'many-routes', 'workers',
     'rate-limit-redis', 'rate-limit-local', 'rate-limit-many-keys', 'websocket-echo']
   // WebSocket messages against the upstream's echo directly: no HTTP headroom pair, its baseline is direct itself.
   const withoutHeadroom = new Set(['websocket-echo'])

@@ -4,6 +4,7 @@ import type { GatewayOptionsInput } from '../../gateway/options.js'
 import { loadUpstreamsFile, type UpstreamsConfig } from '../../gateway/routing/index.js'
 import type { EventBus } from '../../common/event-bus.js'
 import type { UnreadBodyLimits } from '../../common/unread-body.js'
+import type { TracingConfig } from '../../common/tracing/config.js'
 import { captureLogs } from './logs.js'
 import { DEFAULT_UPSTREAMS_FILE } from './upstreams-file.js'
 import { http, type HttpAnswer, type HttpRequest } from './http.js'
@@ -44,6 +45,8 @@ export interface GatewaySetup {
   trustProxy?: boolean | string | undefined
   /** The listener's treatment of bodies it answers unread (the defaults unless given). */
   unreadBodies?: UnreadBodyLimits | undefined
+  /** OpenTelemetry tracing, as the server reads it from OTEL_* (off unless given). */
+  tracing?: TracingConfig | undefined
 }
 
 /** A gateway on loopback port 0 in front of a test identity, closed at the end of the test. */
@@ -58,6 +61,7 @@ export async function startGateway (t: Test, setup: GatewaySetup): Promise<TestG
     shutdownGraceMs: 1_000,
     logLevel: 'info',
     ...(setup.unreadBodies !== undefined ? { unreadBodies: setup.unreadBodies } : {}),
+    ...(setup.tracing !== undefined ? { tracing: setup.tracing } : {}),
     plugin: {
       ...(typeof setup.upstreams === 'string' ? { upstreamsFile: setup.upstreams } : { upstreams: setup.upstreams }),
       identity: {
