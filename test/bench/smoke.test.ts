@@ -14,6 +14,10 @@ import { nodeCommand } from '../helpers/node-command.js'
  * the bench from dist/, which `npm test` compiles whole before any suite, rather than
  * compiling the same sources a second time (`npm run bench` = that compile + this run).
  */
+// The run starts some twenty processes and takes 70 s alone, twice that beside two other
+// suites on 2 cores: tap's 180 s per file is a hang guard this file needs wider, not a target.
+t.setTimeout(360_000)
+
 t.test('npm run bench -- --quick runs every scenario and writes the reports', async (t) => {
   const out = tempDir(t)
   const readmeBefore = await readFile(join(REPO_ROOT, 'README.md'), 'utf8')
