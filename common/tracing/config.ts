@@ -3,6 +3,11 @@ import { Type, type Static, type TObject } from 'typebox'
 const SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const
 export type SamplerName = typeof SAMPLERS[number]
 
+/** The OTLP/HTTP encodings spans can be sent in; gRPC is not offered (one transport, and no HTTP/2 client to carry). */
+const PROTOCOLS = ['http/protobuf', 'http/json'] as const
+export type OtlpProtocol = typeof PROTOCOLS[number]
+const PROTOCOL_CHOICE = 'http/protobuf (binary, the specification\'s default) or http/json; grpc is not supported'
+
 /**
  * The OpenTelemetry variables a traced service reads, by their standard names
  * (https://opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables/),
@@ -11,7 +16,9 @@ export type SamplerName = typeof SAMPLERS[number]
  */
 export function tracingEnvProperties (defaultServiceName: string) {
   return {
-    OTEL_TRACES_EXPORTER: Type.Enum(['none', 'otlp'] as const, { default: 'none', description: 'Tracing: `otlp` sends spans over OTLP/HTTP (JSON) to OTEL_EXPORTER_OTLP_ENDPOINT; `none`: no tracing at all (no SDK started, no span made).' }),
+    OTEL_TRACES_EXPORTER: Type.Enum(['none', 'otlp'] as const, { default: 'none', description: 'Tracing: `otlp` sends spans over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT; `none`: no tracing at all (no SDK started, no span made).' }),
+    OTEL_EXPORTER_OTLP_PROTOCOL: Type.Enum(PROTOCOLS, { default: 'http/protobuf', description: `How spans are encoded: ${PROTOCOL_CHOICE}.` }),
+    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: Type.Optional(Type.Enum(PROTOCOLS, { description: 'The encoding of spans, instead of OTEL_EXPORTER_OTLP_PROTOCOL.' })),
     OTEL_EXPORTER_OTLP_ENDPOINT: Type.String({ minLength: 1, default: 'http://localhost:4318', description: 'Base URL of the OTLP/HTTP collector; spans go to its `/v1/traces`.' }),
     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: Type.Optional(Type.String({ minLength: 1, description: 'Full URL spans are posted to, instead of OTEL_EXPORTER_OTLP_ENDPOINT + `/v1/traces`.' })),
     OTEL_EXPORTER_OTLP_TIMEOUT: Type.Integer({ minimum: 1, maximum: 60_000, default: 10_000, description: 'Longest wait in milliseconds for the collector to take one batch (retries included); the batch is dropped and counted after.' }),
@@ -32,6 +39,7 @@ export interface TracingConfig {
   serviceName: string
   /** Where spans are posted (the OTLP/HTTP traces URL). */
   url: string
+  protocol: OtlpProtocol
   headers: Record<string, string>
   timeoutMs: number
   sampler: SamplerName
@@ -93,6 +101,7 @@ export function tracingConfigOf (e: TracingEnv): { config: TracingConfig | null,
       serviceName: e.OTEL_SERVICE_NAME,
       // The signal-specific URL is used as given; the base one gets the signal's path (the specification's rule).
       url: e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? `${e.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces`,
+      protocol: e.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? e.OTEL_EXPORTER_OTLP_PROTOCOL,
       headers,
       timeoutMs: e.OTEL_EXPORTER_OTLP_TIMEOUT,
       sampler: e.OTEL_TRACES_SAMPLER,

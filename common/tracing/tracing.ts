@@ -1,7 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import { ROOT_CONTEXT, trace, type Context, type Span, type TextMapGetter, type TextMapSetter, type Tracer } from '@opentelemetry/api'
 import { W3CTraceContextPropagator } from '@opentelemetry/core'
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
+import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http'
+import { OTLPTraceExporter as ProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto'
 import { resourceFromAttributes } from '@opentelemetry/resources'
 import {
   AlwaysOffSampler, AlwaysOnSampler, BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, type Sampler
@@ -58,14 +59,15 @@ function samplerOf (name: SamplerName, ratio: number): Sampler {
 }
 
 /**
- * Starts a service's tracing: spans sampled as configured, sent over OTLP/HTTP (JSON)
- * in batches, at most `maxQueueSize` held at once; what is dropped is told to
+ * Starts a service's tracing: spans sampled as configured, sent over OTLP/HTTP (protobuf
+ * or JSON) in batches, at most `maxQueueSize` held at once; what is dropped is told to
  * `onDropped` (a metric). Export runs off the request path and each attempt ends within
  * the configured timeout, so a collector that is down or never answers costs requests
  * nothing but the spans.
  */
 export function startTracing (config: TracingConfig, onDropped: OnDropped): Tracing {
-  const exporter = new OTLPTraceExporter({ url: config.url, headers: config.headers, timeoutMillis: config.timeoutMs })
+  const Exporter = config.protocol === 'http/json' ? JsonExporter : ProtobufExporter
+  const exporter = new Exporter({ url: config.url, headers: config.headers, timeoutMillis: config.timeoutMs })
   const processor = createBoundedExport({
     exporter,
     maxSpans: config.maxQueueSize,

@@ -26,6 +26,7 @@ t.test('off by default; on with otlp, every setting read', async (t) => {
     t.match(load({ OTEL_TRACES_EXPORTER: 'otlp' }), {
       serviceName: `portier-${service}`,
       url: 'http://localhost:4318/v1/traces',
+      protocol: 'http/protobuf',
       timeoutMs: 10_000,
       sampler: 'parentbased_always_on',
       ratio: 1,
@@ -36,6 +37,7 @@ t.test('off by default; on with otlp, every setting read', async (t) => {
     t.same(load({
       OTEL_TRACES_EXPORTER: 'otlp',
       OTEL_EXPORTER_OTLP_ENDPOINT: 'https://collector.example:4318/',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
       OTEL_EXPORTER_OTLP_TIMEOUT: '2500',
       OTEL_EXPORTER_OTLP_HEADERS: 'Authorization=Bearer%20abc, x-tenant = blue',
       OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
@@ -47,6 +49,7 @@ t.test('off by default; on with otlp, every setting read', async (t) => {
     }), {
       serviceName: 'edge',
       url: 'https://collector.example:4318/v1/traces',
+      protocol: 'http/json',
       headers: { authorization: 'Bearer abc', 'x-tenant': 'blue' },
       timeoutMs: 2500,
       sampler: 'parentbased_traceidratio',
@@ -57,12 +60,16 @@ t.test('off by default; on with otlp, every setting read', async (t) => {
     }, `${service}: every variable read`)
     t.equal(load({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://c:4318/custom' })?.url, 'http://c:4318/custom',
       `${service}: the traces endpoint is used as given`)
+    t.equal(load({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf' })?.protocol, 'http/protobuf',
+      `${service}: the traces protocol wins over the general one`)
   }
 })
 
 t.test('a bad setting is a problem naming its variable, never showing a credential', async (t) => {
   const bad: Array<[Record<string, string>, RegExp]> = [
     [{ OTEL_TRACES_EXPORTER: 'jaeger' }, /^OTEL_TRACES_EXPORTER: must be one of none, otlp$/],
+    [{ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, /^OTEL_EXPORTER_OTLP_PROTOCOL: must be one of http\/protobuf, http\/json$/],
+    [{ OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/xml' }, /^OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: must be one of http\/protobuf, http\/json$/],
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'not a url' }, /^OTEL_EXPORTER_OTLP_ENDPOINT: must be an http:\/\/ or https:\/\/ URL$/],
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'ftp://user:hunter2@collector' }, /^OTEL_EXPORTER_OTLP_ENDPOINT: must be an http/],
     [{ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '://x' }, /^OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: /],

@@ -2,6 +2,7 @@ import t from 'tap'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { TracingConfig } from '../../common/tracing/config.js'
+import { SpanKind, SpanStatusCode, trace, ROOT_CONTEXT } from '@opentelemetry/api'
 import { startTracing, type DropReason } from '../../common/tracing/tracing.js'
 import { startOtlpReceiver } from '../helpers/otlp-receiver.js'
 
@@ -13,6 +14,7 @@ import { startOtlpReceiver } from '../helpers/otlp-receiver.js'
 const config = (url: string, settings: Partial<TracingConfig> = {}): TracingConfig => ({
   serviceName: 'export-test',
   url: `${url}/v1/traces`,
+  protocol: 'http/protobuf',
   headers: {},
   timeoutMs: 10_000,
   sampler: 'always_on',
@@ -71,4 +73,33 @@ t.test('closing sends what is held; unsampled spans are never held', async (t) =
   await off.shutdown()
   t.same(drops.counts, { queue_full: 0, export_failed: 0 }, 'unsampled spans take no room and are no drop')
   t.equal(receiver.spans.length, 3, 'and are never sent')
+})
+
+t.test('protobuf and JSON carry the same spans', async (t) => {
+  const receiver = await startOtlpReceiver(t)
+  for (const protocol of ['http/protobuf', 'http/json'] as const) {
+    const tracing = startTracing(config(receiver.url, { protocol }), dropCounter().onDropped)
+    const parent = tracing.tracer.startSpan('parent', { kind: SpanKind.SERVER })
+    const child = tracing.tracer.startSpan(`child over ${protocol}`, {
+      kind: SpanKind.CLIENT,
+      attributes: { text: 'é, 世界', count: 1234567890123, ratio: 0.25, yes: true, no: false }
+    }, trace.setSpan(ROOT_CONTEXT, parent))
+    child.setStatus({ code: SpanStatusCode.ERROR })
+    child.end()
+    parent.end()
+    await tracing.shutdown()
+    const received = receiver.spans.find((span) => span.name === `child over ${protocol}`)
+    const { traceId, spanId } = parent.spanContext()
+    t.same(received, {
+      service: 'export-test',
+      name: `child over ${protocol}`,
+      kind: 3,
+      traceId,
+      spanId: child.spanContext().spanId,
+      parentSpanId: spanId,
+      attributes: { text: 'é, 世界', count: 1234567890123, ratio: 0.25, yes: true, no: false },
+      status: 2
+    }, `${protocol}: ids, parent, kind, every attribute type and the status, as sent`)
+  }
+  t.same(receiver.contentTypes, ['application/x-protobuf', 'application/json'], 'each in its own encoding, protobuf first')
 })

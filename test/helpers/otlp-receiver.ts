@@ -1,8 +1,9 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { decodeProtobufExport } from './otlp-protobuf.js'
 import type { Teardown } from './temp.js'
 
-/** One span as the receiver decoded it from an OTLP/HTTP JSON export. */
+/** One span as the receiver decoded it from an OTLP/HTTP export (protobuf or JSON). */
 export interface ReceivedSpan {
   service: string
   name: string
@@ -27,6 +28,8 @@ export interface OtlpReceiver {
   spans: ReceivedSpan[]
   /** Export requests received, answered or not. */
   requests: () => number
+  /** The Content-Type of each export request taken, in order: which encoding the exporter sent. */
+  contentTypes: string[]
   /** The spans of `service` once `count` of them have come (fails the wait after `timeoutMs`). */
   waitFor: (service: string, count: number, timeoutMs?: number) => Promise<ReceivedSpan[]>
   /** Answers every held export (200), and every one after, so that a closing exporter is not kept waiting. */
@@ -52,7 +55,7 @@ function valueOf (value: AnyValue): string | number | boolean {
 const attributesOf = (list: KeyValue[] = []): Record<string, string | number | boolean> =>
   Object.fromEntries(list.map(({ key, value }) => [key, valueOf(value)]))
 
-/** Spans of an OTLP/HTTP JSON export request (ids hex, as the JSON encoding has them). */
+/** Spans of an export request in OTLP's JSON shape (ids hex), whichever encoding it came in. */
 function decode (body: ExportRequest): ReceivedSpan[] {
   const spans: ReceivedSpan[] = []
   for (const resourceSpans of body.resourceSpans ?? []) {
@@ -79,6 +82,7 @@ function decode (body: ExportRequest): ReceivedSpan[] {
 export async function startOtlpReceiver (t: Teardown, mode: ReceiverMode = 'accept'): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = []
   const held: ServerResponse[] = []
+  const contentTypes: string[] = []
   let requests = 0
   let holding = mode === 'black_hole'
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
@@ -90,7 +94,10 @@ export async function startOtlpReceiver (t: Teardown, mode: ReceiverMode = 'acce
         held.push(response)
         return
       }
-      spans.push(...decode(JSON.parse(Buffer.concat(chunks).toString('utf8')) as ExportRequest))
+      const contentType = request.headers['content-type'] ?? ''
+      const body = Buffer.concat(chunks)
+      contentTypes.push(contentType)
+      spans.push(...decode(contentType === 'application/x-protobuf' ? decodeProtobufExport(body) : JSON.parse(body.toString('utf8')) as ExportRequest))
       response.writeHead(200, { 'content-type': 'application/json' }).end('{}')
     })
   })
@@ -108,6 +115,7 @@ export async function startOtlpReceiver (t: Teardown, mode: ReceiverMode = 'acce
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     spans,
     requests: () => requests,
+    contentTypes,
     release,
     waitFor: async (service, count, timeoutMs = 5_000) => {
       const deadline = Date.now() + timeoutMs
