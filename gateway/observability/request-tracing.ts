@@ -6,9 +6,10 @@ import type { TraceParent, Tracing } from '../../common/tracing/tracing.js'
 import type { Principal } from '../auth/authenticate.js'
 import type { ResolvedRoute, ResolvedUpstream } from '../routing/index.js'
 
-/** The gateway's span names: one SERVER span per request, its stages, and one CLIENT span per upstream call. */
+/** The gateway's span names: one SERVER span per request (or verify question), its stages, and one CLIENT span per upstream call. */
 export const GATEWAY_SPANS = {
   request: 'portier.request',
+  verify: 'portier.verify',
   authenticate: 'portier.authenticate',
   traffic: 'portier.traffic_control',
   upstream: 'portier.upstream'
@@ -55,10 +56,11 @@ export class RequestSpan {
   /** The request span as the parent of a call, for an unsampled request's stages. */
   #asParent: TraceParent | null = null
 
-  constructor (tracing: Tracing, request: FastifyRequest) {
+  /** `name`: the request's own span, or a verify question's (a request described by a proxy, not sent). */
+  constructor (tracing: Tracing, request: TracedRequest, name: string = GATEWAY_SPANS.request) {
     this.#tracing = tracing
     const parent = tracing.extract(request.headers)
-    const span = this.#span = tracing.tracer.startSpan(GATEWAY_SPANS.request, { kind: SpanKind.SERVER }, parent)
+    const span = this.#span = tracing.tracer.startSpan(name, { kind: SpanKind.SERVER }, parent)
     this.#recording = span.isRecording()
     if (this.#recording) {
       span.setAttribute('http.request.method', request.method)
@@ -160,10 +162,13 @@ export class UpstreamSpan {
   }
 }
 
+/** What a request span is made from: a request, or a verify question describing one. */
+export type TracedRequest = Pick<FastifyRequest, 'method' | 'url' | 'headers'>
+
 /** Whether requests are traced, and how: null when tracing is off, so that the path's one check is `=== null`. */
-export type RequestTracing = ((request: FastifyRequest) => RequestSpan) | null
+export type RequestTracing = ((request: TracedRequest, name?: string) => RequestSpan) | null
 
 export function createRequestTracing (tracing: Tracing | null): RequestTracing {
   if (tracing === null) return null
-  return (request) => new RequestSpan(tracing, request)
+  return (request, name) => new RequestSpan(tracing, request, name)
 }

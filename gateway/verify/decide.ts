@@ -1,8 +1,9 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import { queryStringProblem, searchOf } from '../../common/query-string.js'
-import { CommonProblems } from '../../common/problem.js'
+import { CommonProblems, isPortierProblem } from '../../common/problem.js'
 import type { Authenticate, Principal } from '../auth/authenticate.js'
 import { authorise } from '../auth/authorise.js'
+import { GATEWAY_SPANS, type RequestSpan, type RequestTracing } from '../observability/request-tracing.js'
 import type { ResolvedRoute, RouteTable } from '../routing/index.js'
 import { matchRoute } from '../routing/route-request.js'
 import type { TrafficControl } from '../traffic/traffic-control.js'
@@ -31,6 +32,14 @@ export interface DecisionStages {
   authenticate: Authenticate
   traffic: Pick<TrafficControl, 'admit'>
   usage: Pick<UsageCounter, 'record' | 'count'>
+  /** A question's spans when tracing is on: `portier.verify`, with the stages' spans as children. */
+  tracing?: RequestTracing
+}
+
+/** The status the gateway would have answered the described request with: what the verify span records. */
+function statusOf (verdict: Verdict): number {
+  if (verdict.allowed) return 200
+  return isPortierProblem(verdict.problem) ? verdict.problem.statusCode ?? 500 : 500
 }
 
 /**
@@ -42,16 +51,27 @@ export interface DecisionStages {
  * is given back at once, since the request it would cover is served elsewhere.
  */
 export function createVerifyDecision (stages: DecisionStages) {
-  return async function decide (question: VerifyQuestion): Promise<Verdict> {
+  const tracing = stages.tracing ?? null
+  async function decide (question: VerifyQuestion): Promise<Verdict> {
+    // The question carries the client's headers, its traceparent among them: the span joins the client's trace.
+    const span = tracing === null ? null : tracing(question, GATEWAY_SPANS.verify)
+    const verdict = await answer(question, span)
+    span?.end(statusOf(verdict), verdict.route, verdict.principal)
+    return verdict
+  }
+  async function answer (question: VerifyQuestion, span: RequestSpan | null): Promise<Verdict> {
     let route: ResolvedRoute | null = null
     let authenticated: Principal | null = null
     try {
       const queryProblem = queryStringProblem(searchOf(question.url))
       if (queryProblem !== null) throw CommonProblems.malformedQuery([queryProblem])
       route = matchRoute(stages.table(), question.method, question.url, question.headers).route
-      authenticated = route.auth === 'none' ? null : await stages.authenticate(question.headers)
+      authenticated = route.auth === 'none'
+        ? null
+        : await (span === null ? stages.authenticate(question.headers) : span.stage(GATEWAY_SPANS.authenticate, (parent) => stages.authenticate(question.headers, parent)))
       const principal = authenticated === null ? null : authorise(route, authenticated)
-      const admission = await stages.traffic.admit({ route, principal, ip: question.ip })
+      const party = { route, principal, ip: question.ip }
+      const admission = await (span === null ? stages.traffic.admit(party) : span.stage(GATEWAY_SPANS.traffic, () => stages.traffic.admit(party)))
       admission.release?.()
       if (principal?.secretLookupId != null) stages.usage.record(principal.secretLookupId, route.pattern, question.ip)
       const fields = principal === null || principal.answerHeaders.length === 0 ? admission.fields : [...principal.answerHeaders, ...admission.fields]
@@ -65,6 +85,7 @@ export function createVerifyDecision (stages: DecisionStages) {
       return { allowed: false, route, principal: authenticated, problem }
     }
   }
+  return decide
 }
 
 export type VerifyDecision = ReturnType<typeof createVerifyDecision>

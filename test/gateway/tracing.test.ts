@@ -141,6 +141,41 @@ t.test('a traced API key request: the span tree, what the upstream and identity 
   }
 })
 
+t.test('a verify question is traced as the request it describes would be: portier.verify and its stages, no upstream call', async (t) => {
+  const { s, receiver, upstream, gateway: start, key } = await startSystem(t)
+  const gateway = await start(tracingOf({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: 'gw' }))
+  const ask = async (url: string, apiKey: string) => await gateway.app.portierGateway.verify({
+    method: 'GET', url, headers: { 'x-api-key': apiKey, traceparent: traceparent() }, ip: '127.0.0.1'
+  })
+  t.equal((await ask('/users?token=not-a-span-attribute', key.key)).allowed, true, 'the key may list users')
+  const forged = `${key.key.slice(0, -4)}AAAA`
+  t.equal((await ask('/users', forged)).allowed, false, 'a forged key may not')
+
+  const spans = await receiver.waitFor('gw', 5)
+  const questions = only(spans, 'portier.verify')
+  t.equal(questions.length, 2, 'one SERVER span per question')
+  const allowed = one(questions, (span) => span.attributes['http.response.status_code'] === 200, 'of the allowed question')
+  const refused = one(questions, (span) => span.attributes['http.response.status_code'] === 401, 'of the refused question')
+  for (const span of questions) {
+    t.equal(span.kind, SPAN_KIND.server, 'portier.verify is a SERVER span')
+    t.equal(span.traceId, TRACE_ID, 'in the trace of the client the proxy asks for')
+    t.equal(span.parentSpanId, CLIENT_PARENT, 'a child of the client\'s span')
+    t.equal(span.attributes['url.path'], '/users', 'the described path, without its query')
+  }
+  t.match(allowed.attributes, { 'http.route': '/users', 'http.request.method': 'GET', 'portier.principal.type': 'api_key', 'portier.principal.id': key.id }, 'the allowed question names its route and key')
+  t.equal(refused.attributes['portier.principal.type'], 'anonymous', 'the forged key names no one')
+  const children = spans.filter((span) => span.parentSpanId === allowed.spanId)
+  t.same(children.map((span) => span.name).sort(), ['portier.authenticate', 'portier.traffic_control'], 'its stages are its children, and nothing is called upstream')
+  const refusedAuth = one(spans, (span) => span.parentSpanId === refused.spanId, 'under the refused question')
+  t.match(refusedAuth, { name: 'portier.authenticate', attributes: { 'error.type': 'invalid_api_key' } }, 'the refusal is the authentication span\'s')
+  t.equal(upstream.received.length, 0, 'the upstream was never called')
+  for (const span of receiver.spans) {
+    for (const [name, value] of Object.entries(span.attributes)) {
+      for (const secret of [key.key, forged, s.serviceToken, 'not-a-span-attribute']) t.notOk(String(value).includes(secret), `${span.name} ${name} holds no secret`)
+    }
+  }
+})
+
 t.test('login and refresh through the gateway join the client\'s trace in identity', async (t) => {
   const { s, receiver, gateway: start } = await startSystem(t)
   const gateway = await start(tracingOf({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: 'gw' }))
