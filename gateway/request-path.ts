@@ -10,13 +10,13 @@ import { authorise } from './auth/authorise.js'
 import { GatewayProblems } from './errors.js'
 import { parseInflectionHeader } from './inflection/index.js'
 import type { RequestCounter } from './observability/request-counter.js'
-import { GATEWAY_SPANS, type RequestSpan, type RequestTracing } from './observability/request-tracing.js'
+import type { RequestTracing } from './observability/request-tracing.js'
+import { admitTraced, authenticateTraced } from './observability/traced-stages.js'
 import type { ProxyStage } from './proxy/forward.js'
 import type { RequestBodyStage } from './proxy/request-body.js'
 import type { RefusalContext, Refusals } from './refusals.js'
 import type { ResolvedRoute } from './routing/index.js'
 import type { RouteStage } from './routing/route-request.js'
-import type { RequestParty } from './traffic/applied-policies.js'
 import type { Admission, TrafficControl } from './traffic/traffic-control.js'
 import { refusalOutcome } from './usage/refusal-outcome.js'
 import type { UsageCounter } from './usage/usage-counter.js'
@@ -70,11 +70,6 @@ function then<T> (produce: () => T | Promise<T>, next: (value: T) => void, fail:
   }
   if (value instanceof Promise) value.then(proceed, fail)
   else proceed(value)
-}
-
-/** Traffic control's decision, under a span of its own when the request is traced. */
-function admit (traffic: RequestPathStages['traffic'], span: RequestSpan | null, party: RequestParty): Admission | Promise<Admission> {
-  return span === null ? traffic.admit(party) : span.stage(GATEWAY_SPANS.traffic, () => traffic.admit(party))
 }
 
 /**
@@ -193,7 +188,7 @@ export function createRequestPath (stages: RequestPathStages) {
         const answerPreflight = stages.preflight.answer
         route = asked.route
         // No credential comes with a preflight: only the anonymous policies count it.
-        then(() => admit(stages.traffic, span, { route: cors.preflightRoute, principal: null, ip: request.ip }), (admitted) => {
+        then(() => admitTraced(stages.traffic, span, { route: cors.preflightRoute, principal: null, ip: request.ip }), (admitted) => {
           if (over) {
             admitted.release?.()
             return
@@ -224,16 +219,12 @@ export function createRequestPath (stages: RequestPathStages) {
       return
     }
 
-    const authenticate = (): ReturnType<Authenticate> | null => {
-      if (routed.route.auth === 'none') return null
-      return span === null ? stages.authenticate(request.headers) : span.stage(GATEWAY_SPANS.authenticate, (parent) => stages.authenticate(request.headers, parent))
-    }
-    then(authenticate, (authenticated) => {
+    then(() => routed.route.auth === 'none' ? null : authenticateTraced(stages.authenticate, span, request.headers), (authenticated) => {
       keyLookupId = authenticated?.secretLookupId ?? null
       caller = authenticated
       principal = authenticated === null ? null : authorise(routed.route, authenticated)
       if (over) return
-      then(() => admit(stages.traffic, span, { route: routed.route, principal, ip: request.ip }), (admitted) => {
+      then(() => admitTraced(stages.traffic, span, { route: routed.route, principal, ip: request.ip }), (admitted) => {
         // The client left while the counts were read: what was taken for it is given back, nothing is counted as a use.
         if (over) {
           admitted.release?.()

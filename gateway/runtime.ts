@@ -17,6 +17,7 @@ import { createGatewayMetrics } from './observability/metrics.js'
 import { createRequestTracing } from './observability/request-tracing.js'
 import type { TracingConfig } from '../common/tracing/config.js'
 import { startTracing } from '../common/tracing/tracing.js'
+import { countDropsOn } from '../common/tracing/drops-metric.js'
 import { createReadiness, type RedisState } from './observability/readiness.js'
 import { redisTargetOf, type ResolvedGatewayOptions } from './options.js'
 import { connectGatewayRedis, type GatewayRedis } from './redis-connection.js'
@@ -86,7 +87,7 @@ export function createGatewayRuntime (options: ResolvedGatewayOptions, deps: Run
   const metrics = createGatewayMetrics()
   const tracing = deps.tracing == null
     ? null
-    : startTracing(deps.tracing, (spans, reason) => { metrics.tracingSpansDropped.inc({ reason }, spans) })
+    : startTracing(deps.tracing, countDropsOn(metrics.tracingSpansDropped))
   const now = deps.now ?? Date.now
   const redis = connectGatewayRedis(redisTargetOf(options).target, deps.redis, log)
   const sharing = sharingOf(redis, options, log, now)

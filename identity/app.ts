@@ -8,6 +8,7 @@ import type { IdentityConfig } from './config.js'
 import { createIdentityMetrics } from './observability/metrics.js'
 import { traceRequests } from './observability/request-tracing.js'
 import { startTracing } from '../common/tracing/tracing.js'
+import { countDropsOn } from '../common/tracing/drops-metric.js'
 import { trustEveryoneWarning, warnOnUntrustedForwarding } from './observability/untrusted-forwarding.js'
 import { IDENTITY_ADMIN_DOCUMENTATION, IDENTITY_PUBLIC_DOCUMENTATION, PUBLIC_ROUTE_PLUGINS } from './openapi.js'
 import { bindAuditContext } from './routes/audit-context.js'
@@ -123,7 +124,7 @@ export async function buildIdentity (config: IdentityConfig, options: BuildIdent
 
   const tracing = config.tracing == null
     ? null
-    : startTracing(config.tracing, (spans, reason) => { metrics.tracingSpansDropped.inc({ reason }, spans) })
+    : startTracing(config.tracing, countDropsOn(metrics.tracingSpansDropped))
   if (tracing !== null) {
     // Before the routes: their hooks are the ones in place when they are added.
     traceRequests(publicApp as unknown as FastifyInstance, tracing)

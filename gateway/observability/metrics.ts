@@ -1,4 +1,5 @@
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client'
+import { tracingDropsCounter } from '../../common/tracing/drops-metric.js'
 import { registerBuildInfo } from '../../common/build-info.js'
 import { createHotCounter } from './hot-counter.js'
 import { createHotHistogram } from './hot-histogram.js'
@@ -72,12 +73,7 @@ export function createGatewayMetrics () {
       labelNames: ['reason'] as const,
       registers: [registry]
     }),
-    tracingSpansDropped: new Counter({
-      name: 'portier_gateway_tracing_spans_dropped_total',
-      help: 'Spans never sent to the trace collector, by reason: queue_full (OTEL_BSP_MAX_QUEUE_SIZE spans were already waiting or being sent), export_failed (the collector refused them, or did not answer within OTEL_EXPORTER_OTLP_TIMEOUT).',
-      labelNames: ['reason'] as const,
-      registers: [registry]
-    }),
+    tracingSpansDropped: tracingDropsCounter(registry, 'gateway'),
     invalidations: new Counter({
       name: 'portier_gateway_invalidation_events_total',
       help: 'Invalidation events received from identity, by type.',

@@ -51,7 +51,8 @@ function serverAddressOf (upstream: ResolvedUpstream): string {
 export class RequestSpan {
   readonly #tracing: Tracing
   readonly #span: Span
-  readonly #context: Context
+  /** The request span's context, its children's parent: made only when it records (an unsampled request has no children). */
+  readonly #context: Context | undefined
   readonly #recording: boolean
   /** The request span as the parent of a call, for an unsampled request's stages. */
   #asParent: TraceParent | null = null
@@ -65,8 +66,8 @@ export class RequestSpan {
     if (this.#recording) {
       span.setAttribute('http.request.method', request.method)
       span.setAttribute('url.path', pathOf(request.url))
+      this.#context = trace.setSpan(parent, span)
     }
-    this.#context = trace.setSpan(parent, span)
   }
 
   /** The trace the request belongs to: the caller's, or a new one. */

@@ -4,6 +4,7 @@ import { CommonProblems, isPortierProblem } from '../../common/problem.js'
 import type { Authenticate, Principal } from '../auth/authenticate.js'
 import { authorise } from '../auth/authorise.js'
 import { GATEWAY_SPANS, type RequestSpan, type RequestTracing } from '../observability/request-tracing.js'
+import { admitTraced, authenticateTraced } from '../observability/traced-stages.js'
 import type { ResolvedRoute, RouteTable } from '../routing/index.js'
 import { matchRoute } from '../routing/route-request.js'
 import type { TrafficControl } from '../traffic/traffic-control.js'
@@ -66,12 +67,9 @@ export function createVerifyDecision (stages: DecisionStages) {
       const queryProblem = queryStringProblem(searchOf(question.url))
       if (queryProblem !== null) throw CommonProblems.malformedQuery([queryProblem])
       route = matchRoute(stages.table(), question.method, question.url, question.headers).route
-      authenticated = route.auth === 'none'
-        ? null
-        : await (span === null ? stages.authenticate(question.headers) : span.stage(GATEWAY_SPANS.authenticate, (parent) => stages.authenticate(question.headers, parent)))
+      authenticated = route.auth === 'none' ? null : await authenticateTraced(stages.authenticate, span, question.headers)
       const principal = authenticated === null ? null : authorise(route, authenticated)
-      const party = { route, principal, ip: question.ip }
-      const admission = await (span === null ? stages.traffic.admit(party) : span.stage(GATEWAY_SPANS.traffic, () => stages.traffic.admit(party)))
+      const admission = await admitTraced(stages.traffic, span, { route, principal, ip: question.ip })
       admission.release?.()
       if (principal?.secretLookupId != null) stages.usage.record(principal.secretLookupId, route.pattern, question.ip)
       const fields = principal === null || principal.answerHeaders.length === 0 ? admission.fields : [...principal.answerHeaders, ...admission.fields]

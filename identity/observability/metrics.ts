@@ -1,4 +1,5 @@
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client'
+import { tracingDropsCounter } from '../../common/tracing/drops-metric.js'
 import { registerBuildInfo } from '../../common/build-info.js'
 import type { KeyInvalidReason } from '../../common/internal-api.js'
 import type { KeySecretScheme } from '../services/key-secret-scheme.js'
@@ -82,12 +83,7 @@ export function createIdentityMetrics (options: IdentityMetricsOptions = {}) {
       'portier_identity_refreshes_total',
       'Token refreshes by outcome (success, failure).',
       ['outcome']),
-    tracingSpansDropped: new Counter({
-      name: 'portier_identity_tracing_spans_dropped_total',
-      help: 'Spans never sent to the trace collector, by reason: queue_full (OTEL_BSP_MAX_QUEUE_SIZE spans were already waiting or being sent), export_failed (the collector refused them, or did not answer within OTEL_EXPORTER_OTLP_TIMEOUT).',
-      labelNames: ['reason'] as const,
-      registers: [registry]
-    })
+    tracingSpansDropped: tracingDropsCounter(registry, 'identity')
   }
 }
 
