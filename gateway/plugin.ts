@@ -150,7 +150,7 @@ const gatewayPlugin: FastifyPluginAsync<GatewayPluginOptions> = async (app, plug
     get table (): RouteTable { return runtime.table },
     metricsRoute: runtime.metricsRoute,
     metrics: { registry: runtime.metrics.registry },
-    verify: createVerifyDecision({ table: () => runtime.table, authenticate: runtime.authenticate, traffic: runtime.traffic, usage: runtime.usage, tracing: runtime.tracing })
+    verify: createVerifyDecision({ table: () => runtime.table, authenticate: runtime.authenticate, traffic: runtime.traffic, usage: runtime.usage, now: now ?? Date.now, tracing: runtime.tracing })
   }
   app.decorate('portierGateway', gateway)
   app.addHook('onReady', async () => { await runtime.start() })

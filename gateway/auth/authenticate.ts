@@ -35,11 +35,13 @@ export interface Principal {
   user: string | null
   /** Traffic policies that came with the credential: a key's own and its owner's roles', or the user's roles'. */
   policies: readonly GrantedPolicy[]
+  /** The instant (epoch ms) past which the credential is no longer taken as it is now: a key's expiry, sunset or cache life, a token's expiry. */
+  validUntil: number
   /** Who the access line names: made once here, not per request. */
   accessPrincipal: AccessPrincipal
 }
 
-type PrincipalFacts = Pick<Principal, 'kind' | 'id' | 'permissions' | 'deprecation' | 'secretLookupId' | 'user' | 'policies'>
+type PrincipalFacts = Pick<Principal, 'kind' | 'id' | 'permissions' | 'deprecation' | 'secretLookupId' | 'user' | 'policies' | 'validUntil'>
 
 /** A principal with its permission set and its headers made once. */
 function principalOf (facts: PrincipalFacts): Principal {
@@ -88,7 +90,7 @@ export function createAuthenticator (deps: { keys: ApiKeyVerifier, tokens: Acces
     let principal = keyPrincipals.get(check)
     if (principal === undefined) {
       const { key } = check
-      principal = principalOf({ kind: 'key', id: key.id, permissions: key.permissions, deprecation: key.deprecation, secretLookupId: lookupIdOf(presented), user: key.owner, policies: key.policies })
+      principal = principalOf({ kind: 'key', id: key.id, permissions: key.permissions, deprecation: key.deprecation, secretLookupId: lookupIdOf(presented), user: key.owner, policies: key.policies, validUntil: key.until })
       keyPrincipals.set(check, principal)
     }
     return principal
@@ -111,7 +113,7 @@ export function createAuthenticator (deps: { keys: ApiKeyVerifier, tokens: Acces
     const { claims } = check
     let principal = userPrincipals.get(claims)
     if (principal === undefined) {
-      principal = principalOf({ kind: 'user', id: claims.sub, permissions: claims.permissions, deprecation: null, secretLookupId: null, user: claims.sub, policies: claims.policies })
+      principal = principalOf({ kind: 'user', id: claims.sub, permissions: claims.permissions, deprecation: null, secretLookupId: null, user: claims.sub, policies: claims.policies, validUntil: claims.exp * 1000 })
       userPrincipals.set(claims, principal)
     }
     return principal

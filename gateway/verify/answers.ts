@@ -90,6 +90,8 @@ export function jsonAnswerOf (verdict: Verdict): VerifyAnswer {
  * is known to be good for. A kept allow outlives a revocation by up to its max-age.
  */
 export function cacheControlOf (verdict: Verdict, maxAgeSeconds: number): string {
-  if (maxAgeSeconds <= 0 || !verdict.allowed || verdict.fields.length > 0 || verdict.principal === null) return 'no-store'
-  return `private, max-age=${maxAgeSeconds}`
+  if (!verdict.allowed || verdict.fields.length > 0 || verdict.principal === null) return 'no-store'
+  // Never kept past the credential's expiry: a key expiring within the second is asked about again.
+  const maxAge = Math.min(maxAgeSeconds, verdict.trueForSeconds)
+  return maxAge <= 0 ? 'no-store' : `private, max-age=${maxAge}`
 }

@@ -24,7 +24,8 @@ export interface VerifyQuestion {
 
 /** What the gateway decided of a described request. */
 export type Verdict =
-  | { readonly allowed: true, readonly route: ResolvedRoute, readonly principal: Principal | null, readonly fields: readonly string[] }
+  /** `trueForSeconds`: how long the allow stays true, whole seconds, before its credential expires (0: anonymous, or within the second). */
+  | { readonly allowed: true, readonly route: ResolvedRoute, readonly principal: Principal | null, readonly fields: readonly string[], readonly trueForSeconds: number }
   /** `principal`: the credential's, when it was verified (a key lacking a permission is still named). */
   | { readonly allowed: false, readonly route: ResolvedRoute | null, readonly principal: Principal | null, readonly problem: unknown }
 
@@ -33,6 +34,8 @@ export interface DecisionStages {
   authenticate: Authenticate
   traffic: Pick<TrafficControl, 'admit'>
   usage: Pick<UsageCounter, 'record' | 'count'>
+  /** The gateway's clock (epoch ms), which credentials' expiries are read against. */
+  now: () => number
   /** A question's spans when tracing is on: `portier.verify`, with the stages' spans as children. */
   tracing?: RequestTracing
 }
@@ -73,7 +76,8 @@ export function createVerifyDecision (stages: DecisionStages) {
       admission.release?.()
       if (principal?.secretLookupId != null) stages.usage.record(principal.secretLookupId, route.pattern, question.ip)
       const fields = principal === null || principal.answerHeaders.length === 0 ? admission.fields : [...principal.answerHeaders, ...admission.fields]
-      return { allowed: true, route, principal, fields }
+      const trueForSeconds = principal === null ? 0 : Math.max(0, Math.floor((principal.validUntil - stages.now()) / 1000))
+      return { allowed: true, route, principal, fields, trueForSeconds }
     } catch (problem) {
       const lookupId = authenticated?.secretLookupId ?? null
       if (lookupId !== null) {

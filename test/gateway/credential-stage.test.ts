@@ -84,7 +84,7 @@ t.test('the permission stage: the route\'s granting permissions against the prin
   if (route === undefined) throw new Error('no /users route')
   t.same(route.grantedBy, ['users:list', 'users:*', '*'], 'prepared with the route')
   const principal = (permissions: string[]): Principal => ({
-    kind: 'key', id: 'key_1', permissions, permissionSet: new Set(permissions), forwardedHeaders: [], answerHeaders: [], deprecation: null, secretLookupId: null, user: null, policies: [], accessPrincipal: { type: 'api_key', id: 'key_1' }
+    kind: 'key', id: 'key_1', permissions, permissionSet: new Set(permissions), forwardedHeaders: [], answerHeaders: [], deprecation: null, secretLookupId: null, user: null, policies: [], validUntil: Infinity, accessPrincipal: { type: 'api_key', id: 'key_1' }
   })
   for (const granted of [['users:list'], ['users:*'], ['*'], ['tasks:list', 'users:list']]) {
     t.equal(authorise(route, principal(granted)).id, 'key_1', `${granted.join(',')} is let through`)

@@ -4,7 +4,7 @@ import { loadGatewayConfig } from '../../../gateway/config.js'
 import { ConfigError } from '../../../common/config.js'
 import { assertProblem, assertStatus } from '../../helpers/assert.js'
 import { http, rawRequest, type RawAnswer } from '../../helpers/http.js'
-import { startVerifyStack } from './verify-stack.js'
+import { SHAPES, startVerifyStack } from './verify-stack.js'
 
 t.test('Envoy ext_authz: the request as Envoy sends it to an HTTP authorization service', async (t) => {
   const s = await startVerifyStack(t)
@@ -84,6 +84,14 @@ t.test('an allow may be kept for a second only when opted in, and never one that
   t.equal((await s.ask('nginx', 'GET', '/users', { 'x-api-key': plain.key })).answer.headers['cache-control'], 'private, max-age=1', 'an allow without limits')
   t.equal((await s.ask('nginx', 'GET', '/users', { 'x-api-key': limited.key })).answer.headers['cache-control'], 'no-store', 'an allow that took a rate limit')
   t.equal((await s.ask('nginx', 'GET', '/nowhere', { 'x-api-key': plain.key })).answer.headers['cache-control'], 'no-store', 'a deny')
+  const expiring = await s.createKey(['users:list'], { expires_at: new Date(s.clock.now() + 60_000).toISOString() })
+  t.equal((await s.ask('nginx', 'GET', '/users', { 'x-api-key': expiring.key })).answer.headers['cache-control'], 'private, max-age=1', 'a key good for a minute more')
+  s.clock.advance(59_500)
+  for (const shape of SHAPES.filter((name) => name !== 'json')) {
+    const asked = await s.ask(shape, 'GET', '/users', { 'x-api-key': expiring.key })
+    t.equal(asked.code, 'VALID', `${shape}: still allowed within its last second`)
+    t.equal(asked.answer.headers['cache-control'], 'no-store', `${shape}: but not kept past its expiry`)
+  }
 })
 
 t.test('GATEWAY_VERIFY_* configuration', async (t) => {
